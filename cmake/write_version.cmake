@@ -19,6 +19,7 @@ const char* tool_version() { return \"${VERSION}\"; }
 const char* git_revision() { return \"${revision}\"; }
 const char* build_type() { return \"${BUILD_TYPE}\"; }
 const char* compiler_id() { return \"${COMPILER}\"; }
+bool cuda_built() { return ${CUDA_BUILT}; }
 }  // namespace attnbench
 ")
 if(EXISTS ${OUTPUT})

@@ -46,7 +46,7 @@ struct AttentionBuffers {
 
 struct ExecutionContext {
   int threads = 1;          // host threads an implementation may use
-  TrafficCounter* traffic;  // never null; one slot per thread
+  TrafficCounter* traffic = nullptr;  // set by the harness, one slot per thread
 };
 
 class Implementation {

@@ -9,3 +9,10 @@ const char* build_type();
 const char* compiler_id();
 
 }  // namespace attnbench
+
+namespace attnbench {
+
+// Whether this build includes the CUDA implementations.
+bool cuda_built();
+
+}  // namespace attnbench

@@ -1,0 +1,416 @@
+// cpu.flash: fused attention in fp32 on the CPU, with the loop order of the
+// FlashAttention paper (arXiv 2205.14135): Algorithm 2 for the forward and
+// Algorithm 4 for the backward, recomputing P from the stored LSE. It never
+// writes S or P; it counts every byte it moves between its full-size arrays
+// (the "HBM" of the paper's model: Q, K, V, O, dO, dQ, dK, dV, LSE, l, m) and
+// its tile buffers (the on-chip memory), so the counts reproduce the paper's
+// HBM-access model (Theorem 2, Figure 2 middle) for any block size.
+//
+// Forward, per (b, h), in parallel over (b, h):
+//   O = 0, l = 0, m = -inf in full-size arrays;
+//   for each K/V block j (loaded once into tiles):
+//     for each Q block i whose rows can see block j:
+//       load Q_i, O_i, l_i, m_i;  S = tau Q_i K_j^T (masked -> -inf);
+//       m~ = rowmax S, P~ = exp(S - m~), l~ = rowsum P~;
+//       m_new = max(m_i, m~), l_new = e^(m_i - m_new) l_i + e^(m~ - m_new) l~;
+//       O_i = (l_i e^(m_i - m_new) O_i + e^(m~ - m_new) dropout(P~) V_j) / l_new;
+//       write O_i, l_i = l_new, m_i = m_new.
+//   LSE = m + log l (-inf where l = 0). A row that sees no key keeps l = 0, so
+//   its update is skipped and its O row stays the initial 0.
+// Backward, per (b, kv head), in parallel over (b, kv head): dQ = 0; for each
+// K/V block j (dK_j, dV_j accumulated in tiles), for each query head of the
+// group, for each Q block i whose rows can see block j: load Q_i, O_i, dO_i,
+// dQ_i, LSE_i; D_i = rowsum(dO_i o O_i); P = exp(S - LSE_i); dV_j += P~^T dO_i;
+// dP~ = dO_i V_j^T; dS = P o (dP~ o Z/(1-p) - D_i); dQ_i += tau dS K_j (written
+// back); dK_j += tau dS^T Q_i. Then dK_j, dV_j are written (zeros for a block no
+// row sees).
+// Dropout (DESIGN §2) is regenerated from the RNG contract where it is needed.
+// Tile pairs that are wholly masked (visible_key_bound) are skipped; partial
+// ones are predicated per element. Tiles are problem.tile.block_q x block_k
+// (64 x 64 by default).
+//
+// Assumes: input buffers hold finite values over the whole padded grid; O, dQ,
+// dK, dV and LSE are fp32 buffers.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "../harness/host_tensor.hpp"
+#include "../harness/implementation.hpp"
+#include "common/dropout.hpp"
+#include "common/mask.hpp"
+#include "common/online_softmax.hpp"
+#include "cpu_tiles.hpp"
+
+namespace attnbench {
+namespace {
+
+using namespace cpu_tiles;
+
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+// One thread's tile buffers.
+struct FlashTiles {
+  float* key;         // block_k x d: K_j
+  float* value;       // block_k x d: V_j
+  float* d_key;       // block_k x d: dK_j accumulator
+  float* d_value;     // block_k x d: dV_j accumulator
+  float* query;       // block_q x d: Q_i
+  float* out;         // block_q x d: O_i
+  float* d_out;       // block_q x d: dO_i
+  float* d_query;     // block_q x d: dQ_i
+  float* scores;      // block_q x block_k: S, then P
+  float* d_scores;    // block_q x block_k: P~, dP~, then dS
+  float* factors;     // block_q x block_k: Z/(1-p)
+  float* row_max;     // block_q: m_i
+  float* row_sum;     // block_q: l_i
+  float* row_lse;     // block_q: LSE_i
+  float* row_d;       // block_q: D_i
+  float* row_update;  // d: dropout(P~) V_j of one row
+
+  static FlashTiles carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
+    const std::int64_t d = p.head_dim;
+    FlashTiles t{};
+    t.key = carver.floats(shape.block_k * d);
+    t.value = carver.floats(shape.block_k * d);
+    t.d_key = carver.floats(shape.block_k * d);
+    t.d_value = carver.floats(shape.block_k * d);
+    t.query = carver.floats(shape.block_q * d);
+    t.out = carver.floats(shape.block_q * d);
+    t.d_out = carver.floats(shape.block_q * d);
+    t.d_query = carver.floats(shape.block_q * d);
+    t.scores = carver.floats(shape.block_q * shape.block_k);
+    t.d_scores = carver.floats(shape.block_q * shape.block_k);
+    t.factors = carver.floats(shape.block_q * shape.block_k);
+    t.row_max = carver.floats(shape.block_q);
+    t.row_sum = carver.floats(shape.block_q);
+    t.row_lse = carver.floats(shape.block_q);
+    t.row_d = carver.floats(shape.block_q);
+    t.row_update = carver.floats(d);
+    return t;
+  }
+};
+
+// Workspace: the full-size m and l arrays ([B, H, Nq] fp32 each, indexed like
+// LSE; used by the forward only), then one FlashTiles per thread.
+struct FlashWorkspace {
+  float* row_max;
+  float* row_sum;
+  std::byte* tiles;
+  std::size_t tile_bytes;
+
+  static std::size_t state_bytes(const Problem& p) {
+    return WorkspaceCarver::round_up(static_cast<std::size_t>(lse_elements(p)) * sizeof(float));
+  }
+  static std::size_t tile_bytes_for(const Problem& p) {
+    WorkspaceCarver measure;
+    FlashTiles::carve(p, tile_shape(p), measure);
+    return measure.used();
+  }
+  static FlashWorkspace of(const Problem& p, const TensorBuffer& workspace) {
+    auto* base = static_cast<std::byte*>(workspace.data);
+    return FlashWorkspace{reinterpret_cast<float*>(base),
+                          reinterpret_cast<float*>(base + state_bytes(p)),
+                          base + 2 * state_bytes(p), tile_bytes_for(p)};
+  }
+  FlashTiles thread_tiles(const Problem& p) const {
+    WorkspaceCarver carver(tiles + static_cast<std::size_t>(omp_get_thread_num()) * tile_bytes);
+    return FlashTiles::carve(p, tile_shape(p), carver);
+  }
+};
+
+// What the passes over one head (forward) or kv head (backward) share.
+struct HeadContext {
+  const Problem& p;
+  TileShape shape;
+  DropoutRng rng;
+  float tau;
+  std::int64_t b;
+  const FlashTiles& t;
+  TrafficSlot& traffic;
+
+  std::int64_t len_q() const { return p.length_q(b); }
+  std::int64_t len_k() const { return p.length_k(b); }
+  std::int64_t rows_at(std::int64_t i0) const { return std::min(shape.block_q, p.seqlen_q - i0); }
+  std::int64_t cols_at(std::int64_t j0) const { return std::min(shape.block_k, p.seqlen_k - j0); }
+  // Whether any row of Q block [i0, i0 + rows) sees a key of block [j0, j0 + cols).
+  bool tile_visible(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols) const {
+    return overlaps(visible_key_bound(p.mask, i0, i0 + rows, len_q(), len_k()), j0, j0 + cols);
+  }
+};
+
+// scores = tau Q_i K_j^T with -inf at the pairs the mask hides.
+void masked_scores(const HeadContext& c, std::int64_t i0, std::int64_t rows, std::int64_t j0,
+                   std::int64_t cols, float* scores) {
+  multiply_abt(c.t.query, c.t.key, rows, cols, c.p.head_dim, c.tau, scores);
+  if (tile_fully_visible(c.p.mask, i0, i0 + rows, j0, j0 + cols, c.len_q(), c.len_k())) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const KeyRange visible = visible_keys(c.p.mask, i0 + r, c.len_q(), c.len_k());
+    for (std::int64_t k = 0; k < cols; ++k) {
+      const std::int64_t j = j0 + k;
+      if (j < visible.begin || j >= visible.end) scores[r * cols + k] = kNegativeInfinity;
+    }
+  }
+}
+
+// ---- Forward -------------------------------------------------------------------
+
+// O = 0, l = 0, m = -inf for every row of head h, written block by block.
+void initialise_state(const HeadContext& c, const HeadSlice& out, float* row_max, float* row_sum) {
+  for (std::int64_t i0 = 0; i0 < c.p.seqlen_q; i0 += c.shape.block_q) {
+    const std::int64_t rows = c.rows_at(i0);
+    std::fill(c.t.out, c.t.out + rows * c.p.head_dim, 0.0f);
+    std::fill(c.t.row_max, c.t.row_max + rows, kNegativeInfinity);
+    std::fill(c.t.row_sum, c.t.row_sum + rows, 0.0f);
+    store_rows(out, i0, rows, c.t.out, c.traffic);
+    store_span(row_max + i0, rows, c.t.row_max, c.traffic);
+    store_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
+  }
+}
+
+// The online-softmax update of the O, m, l tiles of Q block i0 by K/V block j0;
+// c.t.scores holds the masked scores and is consumed.
+void update_output_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::int64_t rows,
+                        std::int64_t j0, std::int64_t cols) {
+  const std::int64_t d = c.p.head_dim;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* p_row = c.t.scores + r * cols;
+    const float tile_max = *std::max_element(p_row, p_row + cols);
+    const float reference = exp_reference(tile_max);
+    float tile_sum = 0.0f;
+    for (std::int64_t k = 0; k < cols; ++k) {
+      p_row[k] = std::exp(p_row[k] - reference);
+      tile_sum += p_row[k];
+    }
+
+    SoftmaxRowState<float> state{c.t.row_max[r], c.t.row_sum[r]};
+    const float old_sum = state.sum;
+    const float old_scale = online_softmax_advance(state, tile_max);  // e^(m_i - m_new)
+    const float tile_scale = rescale_factor(tile_max, state.max);     // e^(m~ - m_new)
+    state.sum += tile_scale * tile_sum;                               // l_new
+    c.t.row_max[r] = state.max;
+    c.t.row_sum[r] = state.sum;
+    if (!(state.sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
+
+    apply_dropout(c.rng, c.b, h, i0 + r, 1, j0, cols, p_row);
+    std::fill(c.t.row_update, c.t.row_update + d, 0.0f);
+    accumulate_ab(p_row, c.t.value, 1, cols, d, 1.0f, c.t.row_update);
+    float* o_row = c.t.out + r * d;
+    const float carried = old_sum * old_scale;
+    for (std::int64_t x = 0; x < d; ++x) {
+      o_row[x] = (carried * o_row[x] + tile_scale * c.t.row_update[x]) / state.sum;
+    }
+  }
+}
+
+// LSE = m + log l for every row of head h (-inf where l = 0).
+void write_lse(const HeadContext& c, const float* row_max, const float* row_sum, float* lse) {
+  for (std::int64_t i0 = 0; i0 < c.p.seqlen_q; i0 += c.shape.block_q) {
+    const std::int64_t rows = c.rows_at(i0);
+    load_span(row_max + i0, rows, c.t.row_max, c.traffic);
+    load_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      c.t.row_lse[r] = online_softmax_lse(SoftmaxRowState<float>{c.t.row_max[r], c.t.row_sum[r]});
+    }
+    store_span(lse + i0, rows, c.t.row_lse, c.traffic);
+  }
+}
+
+// Algorithm 2 for query head (b, h).
+void forward_head(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t h,
+                  float* row_max, float* row_sum) {
+  const Problem& p = c.p;
+  const std::int64_t hkv = p.kv_head_of(h);
+  const HeadSlice q = query_slice(p, buffers.q, c.b, h);
+  const HeadSlice out = query_slice(p, buffers.out, c.b, h);
+  const HeadSlice k = key_slice(p, buffers.k, c.b, hkv);
+  const HeadSlice v = key_slice(p, buffers.v, c.b, hkv);
+
+  initialise_state(c, out, row_max, row_sum);
+  const KeyRange head_keys = visible_key_bound(p.mask, 0, p.seqlen_q, c.len_q(), c.len_k());
+  for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
+    const std::int64_t cols = c.cols_at(j0);
+    if (!overlaps(head_keys, j0, j0 + cols)) continue;
+    load_rows(k, j0, cols, c.t.key, c.traffic);
+    load_rows(v, j0, cols, c.t.value, c.traffic);
+    for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
+      const std::int64_t rows = c.rows_at(i0);
+      if (!c.tile_visible(i0, rows, j0, cols)) continue;
+      load_rows(q, i0, rows, c.t.query, c.traffic);
+      load_rows(out, i0, rows, c.t.out, c.traffic);
+      load_span(row_max + i0, rows, c.t.row_max, c.traffic);
+      load_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
+      masked_scores(c, i0, rows, j0, cols, c.t.scores);
+      update_output_tile(c, h, i0, rows, j0, cols);
+      store_rows(out, i0, rows, c.t.out, c.traffic);
+      store_span(row_max + i0, rows, c.t.row_max, c.traffic);
+      store_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
+    }
+  }
+  write_lse(c, row_max, row_sum, static_cast<float*>(buffers.lse.data) + lse_index(p, c.b, h, 0));
+}
+
+// ---- Backward ------------------------------------------------------------------
+
+// dQ = 0 for every row of head h, written block by block.
+void zero_query_gradient(const HeadContext& c, const HeadSlice& d_q) {
+  for (std::int64_t i0 = 0; i0 < c.p.seqlen_q; i0 += c.shape.block_q) {
+    const std::int64_t rows = c.rows_at(i0);
+    std::fill(c.t.d_query, c.t.d_query + rows * c.p.head_dim, 0.0f);
+    store_rows(d_q, i0, rows, c.t.d_query, c.traffic);
+  }
+}
+
+// The contribution of the tile pair (Q block i0 of head h, K/V block j0): updates
+// the dK_j, dV_j accumulators and c.t.d_query (dQ_i) from the loaded tiles.
+void backward_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::int64_t rows,
+                   std::int64_t j0, std::int64_t cols) {
+  const std::int64_t d = c.p.head_dim;
+  const std::int64_t n = rows * cols;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    c.t.row_d[r] = dot(c.t.d_out + r * d, c.t.out + r * d, d);  // D_i
+  }
+  masked_scores(c, i0, rows, j0, cols, c.t.scores);
+  for (std::int64_t r = 0; r < rows; ++r) {  // P = exp(S - LSE_i)
+    const float reference = exp_reference(c.t.row_lse[r]);
+    for (std::int64_t k = 0; k < cols; ++k) {
+      c.t.scores[r * cols + k] = std::exp(c.t.scores[r * cols + k] - reference);
+    }
+  }
+  dropout_factors(c.rng, c.b, h, i0, rows, j0, cols, c.t.factors);
+
+  for (std::int64_t e = 0; e < n; ++e) c.t.d_scores[e] = c.t.scores[e] * c.t.factors[e];  // P~
+  accumulate_atb(c.t.d_scores, c.t.d_out, rows, cols, d, 1.0f, c.t.d_value);  // dV_j += P~^T dO_i
+
+  multiply_abt(c.t.d_out, c.t.value, rows, cols, d, 1.0f, c.t.d_scores);  // dP~ = dO_i V_j^T
+  for (std::int64_t r = 0; r < rows; ++r) {  // dS = P o (dP~ o Z/(1-p) - D_i)
+    for (std::int64_t k = 0; k < cols; ++k) {
+      const std::int64_t e = r * cols + k;
+      c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - c.t.row_d[r]);
+    }
+  }
+  accumulate_ab(c.t.d_scores, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
+  accumulate_atb(c.t.d_scores, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
+}
+
+// Algorithm 4 (P recomputed from LSE) for kv head (b, hkv) and its query heads.
+void backward_kv_head(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t hkv) {
+  const Problem& p = c.p;
+  const std::int64_t d = p.head_dim;
+  const std::int64_t first_head = hkv * p.head_group();
+  const std::int64_t end_head = first_head + p.head_group();
+  const HeadSlice k = key_slice(p, buffers.k, c.b, hkv);
+  const HeadSlice v = key_slice(p, buffers.v, c.b, hkv);
+  const HeadSlice d_k = key_slice(p, buffers.d_k, c.b, hkv);
+  const HeadSlice d_v = key_slice(p, buffers.d_v, c.b, hkv);
+
+  for (std::int64_t h = first_head; h < end_head; ++h) {
+    zero_query_gradient(c, query_slice(p, buffers.d_q, c.b, h));
+  }
+  const KeyRange head_keys = visible_key_bound(p.mask, 0, p.seqlen_q, c.len_q(), c.len_k());
+  for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
+    const std::int64_t cols = c.cols_at(j0);
+    std::fill(c.t.d_key, c.t.d_key + cols * d, 0.0f);
+    std::fill(c.t.d_value, c.t.d_value + cols * d, 0.0f);
+    if (overlaps(head_keys, j0, j0 + cols)) {
+      load_rows(k, j0, cols, c.t.key, c.traffic);
+      load_rows(v, j0, cols, c.t.value, c.traffic);
+      for (std::int64_t h = first_head; h < end_head; ++h) {
+        const HeadSlice q = query_slice(p, buffers.q, c.b, h);
+        const HeadSlice out = query_slice(p, buffers.out, c.b, h);
+        const HeadSlice d_out = query_slice(p, buffers.d_out, c.b, h);
+        const HeadSlice d_q = query_slice(p, buffers.d_q, c.b, h);
+        const float* lse = static_cast<const float*>(buffers.lse.data) + lse_index(p, c.b, h, 0);
+        for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
+          const std::int64_t rows = c.rows_at(i0);
+          if (!c.tile_visible(i0, rows, j0, cols)) continue;
+          load_rows(q, i0, rows, c.t.query, c.traffic);
+          load_rows(out, i0, rows, c.t.out, c.traffic);
+          load_rows(d_out, i0, rows, c.t.d_out, c.traffic);
+          load_rows(d_q, i0, rows, c.t.d_query, c.traffic);
+          load_span(lse + i0, rows, c.t.row_lse, c.traffic);
+          backward_tile(c, h, i0, rows, j0, cols);
+          store_rows(d_q, i0, rows, c.t.d_query, c.traffic);
+        }
+      }
+    }
+    store_rows(d_k, j0, cols, c.t.d_key, c.traffic);
+    store_rows(d_v, j0, cols, c.t.d_value, c.traffic);
+  }
+}
+
+class CpuFlash final : public Implementation {
+ public:
+  std::string_view name() const override { return "cpu.flash"; }
+  std::string_view device() const override { return "cpu"; }
+  std::string_view summary() const override {
+    return "fused fp32 attention: tiled online softmax (Algorithms 2 and 4), configurable blocks";
+  }
+  Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  ElementType output_type(const Problem&) const override { return ElementType::f32; }
+  std::string_view accuracy_baseline() const override { return "cpu.standard"; }
+  bool counts_traffic() const override { return true; }
+
+  std::size_t workspace_bytes(const Problem& problem,
+                              const ExecutionContext& context) const override {
+    return 2 * FlashWorkspace::state_bytes(problem) +
+           static_cast<std::size_t>(thread_count(context)) *
+               FlashWorkspace::tile_bytes_for(problem);
+  }
+
+  void forward(const Problem& p, const AttentionBuffers& buffers,
+               ExecutionContext& context) override {
+    const FlashWorkspace workspace = FlashWorkspace::of(p, buffers.workspace);
+    const DropoutRng rng = problem_rng(p);
+    const auto tau = static_cast<float>(p.softmax_scale());
+#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+    for (std::int64_t task = 0; task < p.batch * p.heads; ++task) {
+      const std::int64_t b = task / p.heads;
+      const std::int64_t h = task % p.heads;
+      const FlashTiles tiles = workspace.thread_tiles(p);
+      TrafficSlot traffic(*context.traffic, omp_get_thread_num());
+      const HeadContext c{p, tile_shape(p), rng, tau, b, tiles, traffic};
+      const std::int64_t state_offset = lse_index(p, b, h, 0);
+      forward_head(c, buffers, h, workspace.row_max + state_offset,
+                   workspace.row_sum + state_offset);
+    }
+  }
+
+  void backward(const Problem& p, const AttentionBuffers& buffers,
+                ExecutionContext& context) override {
+    const FlashWorkspace workspace = FlashWorkspace::of(p, buffers.workspace);
+    const DropoutRng rng = problem_rng(p);
+    const auto tau = static_cast<float>(p.softmax_scale());
+#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+    for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
+      const std::int64_t b = task / p.kv_heads;
+      const std::int64_t hkv = task % p.kv_heads;
+      const FlashTiles tiles = workspace.thread_tiles(p);
+      TrafficSlot traffic(*context.traffic, omp_get_thread_num());
+      const HeadContext c{p, tile_shape(p), rng, tau, b, tiles, traffic};
+      backward_kv_head(c, buffers, hkv);
+    }
+  }
+
+  nlohmann::ordered_json configuration(const Problem& p,
+                                       const ExecutionContext& context) const override {
+    return {{"block_q", configured_block(p.tile.block_q)},
+            {"block_k", configured_block(p.tile.block_k)},
+            {"threads", thread_count(context)}};
+  }
+
+ private:
+  static int thread_count(const ExecutionContext& context) { return std::max(1, context.threads); }
+  static DropoutRng problem_rng(const Problem& p) {
+    return make_dropout_rng(p.dropout.probability, p.dropout.seed, p.dropout.offset,
+                            static_cast<std::uint32_t>(p.heads));
+  }
+};
+
+const ImplementationRegistration kRegistration{[] { return std::make_unique<CpuFlash>(); }};
+
+}  // namespace
+}  // namespace attnbench

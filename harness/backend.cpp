@@ -1,0 +1,55 @@
+#include "backend.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace attnbench {
+
+BackendRegistry& BackendRegistry::instance() {
+  static BackendRegistry registry;
+  return registry;
+}
+
+void BackendRegistry::add(std::string device, BackendFactory factory) {
+  for (const auto& entry : entries_) {
+    if (entry.device == device) throw std::logic_error("backend registered twice: " + device);
+  }
+  entries_.push_back(Entry{std::move(device), std::move(factory), nullptr});
+}
+
+Backend* BackendRegistry::get(std::string_view device) {
+  for (auto& entry : entries_) {
+    if (entry.device != device) continue;
+    if (!entry.instance) entry.instance = entry.factory();
+    return entry.instance.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> BackendRegistry::devices() const {
+  std::vector<std::string> out;
+  for (const auto& entry : entries_) out.push_back(entry.device);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+DeviceArena::DeviceArena(Backend& backend, std::size_t capacity)
+    : backend_(backend), capacity_(aligned(capacity)) {
+  if (capacity_ > 0) base_ = static_cast<std::byte*>(backend_.allocate(capacity_));
+}
+
+DeviceArena::~DeviceArena() {
+  if (base_) backend_.release(base_);
+}
+
+TensorBuffer DeviceArena::take(ElementType type, std::size_t elements) {
+  const std::size_t bytes = aligned(elements * element_size(type));
+  if (used_ + bytes > capacity_) {
+    throw std::logic_error("device arena overflow: the memory plan is smaller than what was taken");
+  }
+  TensorBuffer buffer{base_ + used_, type, elements};
+  used_ += bytes;
+  return buffer;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,105 @@
+// The device side of the harness: memory, timing and cache state for one kind
+// of device ("cpu" here; "cuda" plugs in the same way). The measuring loop and
+// the runner talk only to this interface, so a CUDA-event timer and device
+// allocations slot in without touching their callers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "implementation.hpp"
+#include "verdict.hpp"
+
+namespace attnbench {
+
+// Times one sample: start() just before the call, stop() just after; stop()
+// waits for the work to finish and returns the elapsed seconds.
+class SampleTimer {
+ public:
+  virtual ~SampleTimer() = default;
+  virtual void start() = 0;
+  virtual double stop() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view device() const = 0;  // matches Implementation::device()
+  virtual Verdict availability() const = 0;
+  // Bytes that could be allocated now (for the pre-flight check).
+  virtual std::uint64_t available_memory() const = 0;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  virtual void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  virtual void fill_with_nan(const TensorBuffer& buffer) = 0;
+  virtual void fill_with_zeros(const TensorBuffer& buffer) = 0;
+  virtual void synchronize() = 0;
+  virtual std::unique_ptr<SampleTimer> make_timer() = 0;
+  virtual std::string_view clock_name() const = 0;  // "host" or "cuda_event"
+  // Evicts the implementation's data from the last-level cache (outside the timed
+  // region) by writing a scratch buffer at least twice its size.
+  virtual void flush_cache() = 0;
+  virtual std::uint64_t cache_flush_bytes() const = 0;
+  // What the results file records about this device.
+  virtual nlohmann::ordered_json describe() const = 0;
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+class BackendRegistry {
+ public:
+  static BackendRegistry& instance();
+  void add(std::string device, BackendFactory factory);
+  // Creates the backend on first use; nullptr for an unknown device.
+  Backend* get(std::string_view device);
+  std::vector<std::string> devices() const;
+
+ private:
+  struct Entry {
+    std::string device;
+    BackendFactory factory;
+    std::unique_ptr<Backend> instance;
+  };
+  std::vector<Entry> entries_;
+};
+
+struct BackendRegistration {
+  BackendRegistration(std::string device, BackendFactory factory) {
+    BackendRegistry::instance().add(std::move(device), std::move(factory));
+  }
+};
+
+// One allocation from a backend, handed out in aligned pieces; its high-water
+// mark is the peak memory of a (case, implementation).
+class DeviceArena {
+ public:
+  static constexpr std::size_t kAlignment = 256;
+  static std::size_t aligned(std::size_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+  DeviceArena(Backend& backend, std::size_t capacity);
+  ~DeviceArena();
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+
+  TensorBuffer take(ElementType type, std::size_t elements);
+  std::size_t used() const { return used_; }
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  Backend& backend_;
+  std::byte* base_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::size_t used_ = 0;
+};
+
+}  // namespace attnbench

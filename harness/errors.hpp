@@ -1,0 +1,56 @@
+// Exit codes (DESIGN §4) and the exceptions that carry them to main, which is the
+// only place that turns errors into exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnbench {
+
+enum ExitCode : int {
+  kExitSuccess = 0,
+  kExitGateFailed = 1,      // a regression or an accuracy failure
+  kExitBadInput = 2,        // bad usage or a bad input file
+  kExitNotComparable = 3,   // results not comparable, or inconclusive
+  kExitEnvironment = 4,     // this machine cannot run what was asked
+};
+
+// One problem found in an input file: which file, which key, what is wrong.
+struct Diagnostic {
+  std::string file;
+  std::string path;  // key path inside the file ("defaults.head_dim", "cases[2]"); empty for the file
+  std::string message;
+  std::string format() const {
+    return file + ": " + (path.empty() ? "" : path + ": ") + message;
+  }
+};
+
+// Bad input: every problem found, reported together (exit code 2).
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(std::vector<Diagnostic> diagnostics)
+      : std::runtime_error(join(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+  explicit InputError(const std::string& message)
+      : InputError(std::vector<Diagnostic>{Diagnostic{"attnbench", "", message}}) {}
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  static std::string join(const std::vector<Diagnostic>& diagnostics) {
+    std::string text;
+    for (const auto& d : diagnostics) {
+      if (!text.empty()) text += '\n';
+      text += d.format();
+    }
+    return text;
+  }
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// The machine cannot do what was asked, e.g. a CUDA implementation without a GPU (exit code 4).
+class EnvironmentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnbench

@@ -1,0 +1,34 @@
+// Host-side input generation: Q, K, V and dO of a problem, in its dtype and
+// layout, from the seeded distribution of kernels/common/input_distribution.hpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "implementation.hpp"
+#include "problem.hpp"
+
+namespace attnbench {
+
+// Owns host memory for one tensor.
+struct HostTensor {
+  std::vector<std::byte> storage;
+  TensorBuffer buffer;
+  HostTensor() = default;
+  HostTensor(ElementType type, std::size_t elements);
+  HostTensor(HostTensor&& other) noexcept;
+  HostTensor& operator=(HostTensor&& other) noexcept;
+};
+
+struct HostInputs {
+  HostTensor q, k, v, d_out;  // d_out is empty when the direction has no backward
+  // A buffer set pointing at these inputs (outputs and workspace left empty).
+  AttentionBuffers buffers() const;
+};
+
+HostInputs generate_inputs(const Problem& problem);
+
+// Bytes generate_inputs allocates, for the pre-flight memory check.
+std::uint64_t host_input_bytes(const Problem& problem);
+
+}  // namespace attnbench

@@ -1,0 +1,110 @@
+#include "json_text.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Follows the parser's events to know the key path of each key and to spot a
+// key given twice in one object.
+class DuplicateKeyFinder {
+ public:
+  explicit DuplicateKeyFinder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
+
+  bool operator()(int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        enter_value();
+        frames_.push_back(Frame{true, {}, "", 0});
+        break;
+      case Json::parse_event_t::array_start:
+        enter_value();
+        frames_.push_back(Frame{false, {}, "", 0});
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames_.pop_back();
+        break;
+      case Json::parse_event_t::key: {
+        Frame& frame = frames_.back();
+        frame.key = parsed.get<std::string>();
+        if (!frame.keys.insert(frame.key).second) duplicates_.push_back(path_to(frame.key));
+        break;
+      }
+      case Json::parse_event_t::value:
+        enter_value();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_object;
+    std::set<std::string> keys;
+    std::string key;    // current member key (objects)
+    long next_index;    // next element index (arrays)
+  };
+
+  // A value starts inside the innermost frame: arrays count their elements.
+  void enter_value() {
+    if (!frames_.empty() && !frames_.back().is_object) {
+      frames_.back().key = "[" + std::to_string(frames_.back().next_index++) + "]";
+    }
+  }
+
+  std::string path_to(const std::string& last_key) const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const Frame& frame = frames_[i];
+      if (frame.is_object) path += (path.empty() ? "" : ".") + frame.key;
+      else path += frame.key;
+    }
+    return path + (path.empty() ? "" : ".") + last_key;
+  }
+
+  std::vector<Frame> frames_;
+  std::vector<std::string>& duplicates_;
+};
+
+}  // namespace
+
+Json parse_json_document(const std::string& text, const std::string& file,
+                         std::vector<Diagnostic>& diagnostics) {
+  std::vector<std::string> duplicates;
+  Json document;
+  try {
+    document = Json::parse(text, DuplicateKeyFinder(duplicates), /*allow_exceptions=*/true,
+                           /*ignore_comments=*/true);
+  } catch (const Json::parse_error& error) {
+    std::string message = error.what();
+    const auto prefix_end = message.find("] ");
+    if (prefix_end != std::string::npos) message = message.substr(prefix_end + 2);
+    diagnostics.push_back({file, "", "not valid JSON: " + message});
+    return Json(nullptr);
+  }
+  for (const auto& path : duplicates) {
+    diagnostics.push_back({file, path, "key given twice (the second would silently win); keep one"});
+  }
+  return duplicates.empty() ? document : Json(nullptr);
+}
+
+bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    diagnostics.push_back({path, "", std::string("cannot read the file: ") + std::strerror(errno)});
+    return false;
+  }
+  std::ostringstream content;
+  content << file.rdbuf();
+  text = content.str();
+  return true;
+}
+
+}  // namespace attnbench

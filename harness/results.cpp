@@ -1,0 +1,131 @@
+#include "results.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "embedded_schemas.hpp"
+#include "host_info.hpp"
+#include "json_text.hpp"
+#include "version.hpp"
+
+namespace attnbench {
+
+using Json = nlohmann::ordered_json;
+
+const Json& results_schema() {
+  static const Json schema = Json::parse(embedded_results_schema());
+  return schema;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
+  }
+  std::filesystem::rename(temporary, target);
+}
+
+ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, int threads) {
+  const HostInfo host = read_host_info();
+  document_ = Json{{"schema", kResultsSchemaId},
+                   {"tool", {{"name", "attnbench"},
+                             {"version", tool_version()},
+                             {"git_revision", git_revision()},
+                             {"build_type", build_type()},
+                             {"compiler", compiler_id()},
+                             {"cuda_built", cuda_built()}}},
+                   {"command_line", command_line},
+                   {"started_at", utc_timestamp()},
+                   {"finished_at", nullptr},
+                   {"complete", false},
+                   {"host", {{"hostname", host.hostname},
+                             {"os", host.os},
+                             {"cpu_model", host.cpu_model},
+                             {"logical_cpus", host.logical_cpus},
+                             {"memory_bytes", host.memory_total_bytes}}},
+                   {"devices", Json::array()},
+                   {"threads", threads},
+                   {"scenarios", Json::array()},
+                   {"records", Json::array()}};
+}
+
+ResultsDocument ResultsDocument::resume(const std::string& path, const std::vector<std::string>& command_line,
+                                        int threads, const std::vector<Scenario>& scenarios) {
+  std::vector<Diagnostic> diagnostics;
+  std::string text;
+  if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
+  Json saved = parse_json_document(text, path, diagnostics);
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+  if (!saved.is_object() || saved.value("schema", "") != kResultsSchemaId) {
+    throw InputError({Diagnostic{path, "schema", std::string("not an attnbench results file (expected schema \"") +
+                                                    kResultsSchemaId + "\")"}});
+  }
+  std::set<std::string> expected, found;
+  for (const auto& scenario : scenarios) expected.insert(scenario.name);
+  for (const auto& scenario : saved["scenarios"]) found.insert(scenario.value("name", ""));
+  if (expected != found) {
+    throw InputError({Diagnostic{path, "scenarios",
+                                 "was made from other scenarios; --resume continues a run of the same scenario files"}});
+  }
+
+  ResultsDocument document(command_line, threads);
+  document.document_["started_at"] = saved["started_at"];
+  for (const auto& device : saved["devices"]) document.add_device(device);
+  for (const auto& record : saved["records"]) document.add_record(record);
+  return document;
+}
+
+void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenarios"] = scenarios; }
+
+void ResultsDocument::add_device(const Json& device) {
+  for (const auto& existing : document_["devices"]) {
+    if (existing == device) return;
+  }
+  document_["devices"].push_back(device);
+}
+
+void ResultsDocument::add_record(Json record) {
+  finished_.emplace(record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
+                    record["implementation"].get<std::string>());
+  document_["records"].push_back(std::move(record));
+}
+
+bool ResultsDocument::has_record(const std::string& scenario, const std::string& case_key,
+                                 const std::string& implementation) const {
+  return finished_.count({scenario, case_key, implementation}) > 0;
+}
+
+void ResultsDocument::checkpoint(const std::string& path) {
+  document_["complete"] = false;
+  write_file_atomically(path, document_.dump(1) + "\n");
+}
+
+void ResultsDocument::finish(const std::string& path) {
+  document_["complete"] = true;
+  document_["finished_at"] = utc_timestamp();
+  write_file_atomically(path, document_.dump(1) + "\n");
+}
+
+}  // namespace attnbench

@@ -1,0 +1,54 @@
+// The results file (DESIGN §3): one versioned JSON document per run, validated
+// by scenarios/results.schema.json, written atomically (temporary file, then
+// rename) after every case so a crash loses no finished case and --resume can
+// continue the run.
+#pragma once
+
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenario.hpp"
+
+namespace attnbench {
+
+inline constexpr const char* kResultsSchemaId = "attnbench.results/1";
+
+// The JSON Schema of results files (embedded at build time).
+const nlohmann::ordered_json& results_schema();
+
+std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
+
+// Writes `text` to `path` through a temporary file in the same directory and a
+// rename, so readers never see a half-written file.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+class ResultsDocument {
+ public:
+  ResultsDocument(const std::vector<std::string>& command_line, int threads);
+
+  // Continues the run saved in `path`: keeps its records and start time.
+  // Throws InputError when the file is not a results file of this tool or was made
+  // from other scenarios.
+  static ResultsDocument resume(const std::string& path, const std::vector<std::string>& command_line,
+                                int threads, const std::vector<Scenario>& scenarios);
+
+  void set_scenarios(const nlohmann::ordered_json& scenarios);
+  void add_device(const nlohmann::ordered_json& device);
+  void add_record(nlohmann::ordered_json record);
+  bool has_record(const std::string& scenario, const std::string& case_key,
+                  const std::string& implementation) const;
+  const nlohmann::ordered_json& json() const { return document_; }
+
+  void checkpoint(const std::string& path);            // complete = false
+  void finish(const std::string& path);                // complete = true, finished_at set
+
+ private:
+  nlohmann::ordered_json document_;
+  std::set<std::tuple<std::string, std::string, std::string>> finished_;
+};
+
+}  // namespace attnbench

@@ -1,0 +1,596 @@
+#include "runner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include "accuracy.hpp"
+#include "backend.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "measure.hpp"
+#include "npy.hpp"
+#include "problem_json.hpp"
+#include "progress.hpp"
+#include "results.hpp"
+
+namespace attnbench {
+
+using Json = nlohmann::ordered_json;
+
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by) {
+  auto& registry = ImplementationRegistry::instance();
+  std::vector<Implementation*> selected;
+  if (requested.empty()) {
+    std::vector<Implementation*> accelerated, cpu;
+    for (Implementation* implementation : registry.all()) {
+      if (!implementation->availability().ok) continue;
+      (implementation->device() == "cpu" ? cpu : accelerated).push_back(implementation);
+    }
+    return accelerated.empty() ? cpu : accelerated;
+  }
+  std::vector<Diagnostic> unknown;
+  for (const auto& name : requested) {
+    Implementation* implementation = registry.find(name);
+    if (!implementation) {
+      std::string known;
+      for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
+      unknown.push_back({requested_by, "", "unknown implementation \"" + name + "\"; known: " + known});
+      continue;
+    }
+    selected.push_back(implementation);
+  }
+  if (!unknown.empty()) throw InputError(unknown);
+  for (Implementation* implementation : selected) {
+    const Verdict available = implementation->availability();
+    if (!available.ok) {
+      throw EnvironmentError(std::string(implementation->name()) + " was requested (" + requested_by +
+                             ") but cannot run on this machine: " + available.reason +
+                             ". Choose others with --impl (see `attnbench info`).");
+    }
+  }
+  return selected;
+}
+
+std::string short_case_label(const nlohmann::ordered_json& p) {
+  const auto number = [&](const char* key) { return std::to_string(p[key].get<std::int64_t>()); };
+  std::string label = "b" + number("batch") + " h" + number("heads");
+  if (p["kv_heads"] != p["heads"]) label += "/" + number("kv_heads");
+  label += " q" + number("seqlen_q") + " k" + number("seqlen_k") + " d" + number("head_dim") + " " +
+           p["dtype"].get<std::string>() + " " + p["direction"].get<std::string>();
+  const std::string align = p["align"] == "bottom_right" ? ".br" : ".tl";
+  if (p["causal"].get<bool>()) label += " causal" + align;
+  if (!p["window"].is_null()) label += " win" + align + p["window"].dump();
+  if (p["padding"]["kind"] != "none") label += " pad";
+  if (p["dropout"]["p"].get<double>() > 0) label += " drop" + format_fixed(p["dropout"]["p"].get<double>(), 2);
+  if (p["layout"] == "bhsd") label += " bhsd";
+  return label;
+}
+
+namespace {
+
+Json measure_settings_json(const MeasureSettings& m) {
+  return Json{{"warmup_min_iterations", m.warmup_min_iterations},
+              {"warmup_min_seconds", m.warmup_min_seconds},
+              {"min_samples", m.min_samples},
+              {"max_samples", m.max_samples},
+              {"min_seconds", m.min_seconds},
+              {"max_seconds", m.max_seconds},
+              {"target_ci_width", m.target_ci_width},
+              {"cache", m.cold_cache ? "cold" : "hot"}};
+}
+
+Json accuracy_settings_json(const AccuracySettings& a) {
+  return Json{{"check", a.check},
+              {"max_oracle_macs", a.max_oracle_macs},
+              {"seed", a.seed},
+              {"floor_factor", a.floor_factor},
+              {"bound", {{"fp64", a.bound.at(ElementType::f64)},
+                         {"fp32", a.bound.at(ElementType::f32)},
+                         {"fp16", a.bound.at(ElementType::f16)},
+                         {"bf16", a.bound.at(ElementType::bf16)}}}};
+}
+
+Json bytes_json(double read, double write) { return Json{{"read_bytes", read}, {"write_bytes", write}}; }
+
+Json statistics_json(const SampleStatistics& s) {
+  return Json{{"count", s.count},   {"min", s.min},   {"p10", s.p10},   {"p25", s.p25},
+              {"p50", s.p50},       {"p75", s.p75},   {"p90", s.p90},   {"p99", s.p99},
+              {"max", s.max},       {"mean", s.mean}, {"stddev", s.stddev},
+              {"median_ci_low", s.median_ci_low},     {"median_ci_high", s.median_ci_high},
+              {"median_ci_confidence", s.confidence}, {"median_ci_defined", s.median_ci_defined}};
+}
+
+// What one scenario runs with, after command-line overrides.
+struct PlannedScenario {
+  const Scenario* scenario;
+  std::vector<Implementation*> implementations;
+  MeasureSettings measure;
+  std::vector<std::size_t> cases;  // indices into scenario->cases that pass --filter
+};
+
+// Sizes of everything the harness allocates for one (case, implementation).
+struct MemoryPlan {
+  std::size_t inputs = 0, outputs = 0, workspace = 0;
+  std::size_t total() const { return inputs + outputs + workspace; }
+};
+
+MemoryPlan plan_memory(const Problem& p, Implementation& implementation, const ExecutionContext& context) {
+  const bool backward = has_backward(p.direction);
+  const ElementType in = element_type(p.dtype);
+  const ElementType out = implementation.output_type(p);
+  const auto bytes = [](ElementType type, std::int64_t elements) {
+    return DeviceArena::aligned(static_cast<std::size_t>(elements) * element_size(type));
+  };
+  MemoryPlan plan;
+  plan.inputs = bytes(in, q_elements(p)) + 2 * bytes(in, kv_elements(p)) + (backward ? bytes(in, q_elements(p)) : 0);
+  plan.outputs = bytes(out, q_elements(p)) + bytes(ElementType::f32, lse_elements(p)) +
+                 (backward ? bytes(out, q_elements(p)) + 2 * bytes(out, kv_elements(p)) : 0);
+  plan.workspace = DeviceArena::aligned(implementation.workspace_bytes(p, context));
+  return plan;
+}
+
+// Host copies of an implementation's outputs, for the accuracy check and --dump.
+struct HostOutputs {
+  HostTensor out, lse, d_q, d_k, d_v;
+  AttentionBuffers buffers() const {
+    AttentionBuffers b;
+    b.out = out.buffer;
+    b.lse = lse.buffer;
+    b.d_q = d_q.buffer;
+    b.d_k = d_k.buffer;
+    b.d_v = d_v.buffer;
+    return b;
+  }
+};
+
+HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
+  HostTensor host(device.type, device.elements);
+  backend.copy_to_host(host.buffer.data, device.data, device.bytes());
+  return host;
+}
+
+std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, std::int64_t heads) {
+  if (p.layout == Layout::bshd) return {p.batch, seqlen, heads, p.head_dim};
+  return {p.batch, heads, seqlen, p.head_dim};
+}
+
+class CaseDumper {
+ public:
+  explicit CaseDumper(std::string directory) : directory_(std::move(directory)) {}
+  bool enabled() const { return !directory_.empty(); }
+
+  void write(const std::string& scenario, std::size_t case_index, const std::string& case_key,
+             const std::string& implementation, const std::string& tensor, const TensorBuffer& buffer,
+             const std::vector<std::int64_t>& shape, const std::string& layout) {
+    if (!enabled() || buffer.elements == 0) return;
+    const std::string relative =
+        scenario + "/case" + std::to_string(case_index) + "." + implementation + "." + tensor + ".npy";
+    std::filesystem::create_directories(std::filesystem::path(directory_) / scenario);
+    write_npy((std::filesystem::path(directory_) / relative).string(), buffer.data, buffer.type, shape);
+    index_.push_back(Json{{"file", relative},
+                          {"scenario", scenario},
+                          {"case_index", case_index},
+                          {"case_key", case_key},
+                          {"implementation", implementation},
+                          {"tensor", tensor},
+                          {"shape", shape},
+                          {"layout", layout},
+                          {"dtype", element_type_name(buffer.type)},
+                          {"npy_descr", npy_descr(buffer.type)}});
+  }
+
+  void write_index() const {
+    if (!enabled()) return;
+    write_file_atomically((std::filesystem::path(directory_) / "index.json").string(),
+                          Json{{"schema", "attnbench.dump/1"},
+                               {"note", "bf16 arrays are stored as their raw uint16 bits"},
+                               {"arrays", index_}}
+                                  .dump(1) +
+                              "\n");
+  }
+
+ private:
+  std::string directory_;
+  Json index_ = Json::array();
+};
+
+class ScenarioRunner {
+ public:
+  ScenarioRunner(const RunOptions& options, int threads, ResultsDocument& results, CaseDumper& dumper)
+      : options_(options), threads_(threads), results_(results), dumper_(dumper) {}
+
+  // Runs every implementation on one case; returns its records.
+  std::vector<Json> run_case(const PlannedScenario& planned, std::size_t case_index, Progress& progress) {
+    const Scenario& scenario = *planned.scenario;
+    const ScenarioCase& scenario_case = scenario.cases[case_index];
+    const Problem& problem = scenario_case.problem;
+    inputs_.reset();
+    oracle_.reset();
+
+    std::vector<Json> records;
+    std::vector<std::pair<Implementation*, AccuracyResult>> accuracy;
+    for (Implementation* implementation : planned.implementations) {
+      if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
+      progress.start_implementation(std::string(implementation->name()));
+      Json record = base_record(scenario, case_index, *implementation);
+      std::optional<AccuracyResult> checked;
+      try {
+        checked = run_implementation(planned, problem, *implementation, record, case_index, scenario_case.key);
+      } catch (const std::exception& error) {
+        record["status"] = "failed";
+        record["reason"] = std::string("error: ") + error.what();
+      }
+      if (checked) accuracy.emplace_back(implementation, std::move(*checked));
+      records.push_back(std::move(record));
+    }
+    settle_accuracy(scenario, problem, accuracy, records);
+    return records;
+  }
+
+ private:
+  Json base_record(const Scenario& scenario, std::size_t case_index, const Implementation& implementation) {
+    const ScenarioCase& scenario_case = scenario.cases[case_index];
+    const Problem& p = scenario_case.problem;
+    const ByteCount compulsory = compulsory_bytes(p);
+    return Json{{"scenario", scenario.name},
+                {"case_index", case_index},
+                {"case_key", scenario_case.key},
+                {"case_origin", scenario_case.origin},
+                {"implementation", implementation.name()},
+                {"device", implementation.device()},
+                {"problem", problem_to_json(p)},
+                {"status", "ok"},
+                {"reason", ""},
+                {"configuration", Json::object()},
+                {"flops", flops_to_json(p)},
+                {"timing", nullptr},
+                {"memory", nullptr},
+                {"traffic", {{"compulsory", bytes_json(compulsory.read, compulsory.write)},
+                             {"counted", nullptr},
+                             {"measured", nullptr}}},
+                {"accuracy", nullptr}};
+  }
+
+  static void skip(Json& record, const std::string& reason) {
+    record["status"] = "skipped";
+    record["reason"] = reason;
+  }
+
+  // Returns the accuracy result when the outputs were checked against the oracle.
+  std::optional<AccuracyResult> run_implementation(const PlannedScenario& planned, const Problem& p,
+                                                   Implementation& implementation, Json& record,
+                                                   std::size_t case_index, const std::string& case_key) {
+    const Scenario& scenario = *planned.scenario;
+    const Verdict available = implementation.availability();
+    if (!available.ok) {
+      skip(record, "unavailable: " + available.reason);
+      return std::nullopt;
+    }
+    const Verdict supported = implementation.supports(p);
+    if (!supported.ok) {
+      skip(record, supported.reason);
+      return std::nullopt;
+    }
+    Backend* backend = BackendRegistry::instance().get(implementation.device());
+    if (!backend) {
+      skip(record, "no backend for device \"" + std::string(implementation.device()) + "\" in this build");
+      return std::nullopt;
+    }
+    results_.add_device(backend->describe());
+
+    TrafficCounter traffic(threads_);
+    ExecutionContext context{threads_, &traffic};
+    record["configuration"] = implementation.configuration(p, context);
+
+    // Pre-flight: the arena, plus host copies of the outputs (on the same memory
+    // when the device is the host).
+    const MemoryPlan memory = plan_memory(p, implementation, context);
+    const std::uint64_t need = memory.total() + (backend->device() == "cpu" ? memory.outputs : 0);
+    const std::uint64_t available_bytes = backend->available_memory();
+    if (need > available_bytes) {
+      skip(record, "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
+                       format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
+                       format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
+                       format_bytes(static_cast<double>(memory.workspace)) + "); " +
+                       format_bytes(static_cast<double>(available_bytes)) + " available");
+      return std::nullopt;
+    }
+    if (!inputs_) {
+      const std::uint64_t input_need = host_input_bytes(p);
+      if (input_need > BackendRegistry::instance().get("cpu")->available_memory()) {
+        skip(record, "the host inputs alone need " + format_bytes(static_cast<double>(input_need)));
+        return std::nullopt;
+      }
+      inputs_ = generate_inputs(p);
+      dump_inputs(scenario, p, case_index, case_key);
+    }
+
+    const bool backward = has_backward(p.direction);
+    const ElementType in = element_type(p.dtype);
+    const ElementType out = implementation.output_type(p);
+    DeviceArena arena(*backend, memory.total());
+    AttentionBuffers buffers;
+    buffers.q = arena.take(in, static_cast<std::size_t>(q_elements(p)));
+    buffers.k = arena.take(in, static_cast<std::size_t>(kv_elements(p)));
+    buffers.v = arena.take(in, static_cast<std::size_t>(kv_elements(p)));
+    if (backward) buffers.d_out = arena.take(in, static_cast<std::size_t>(q_elements(p)));
+    buffers.out = arena.take(out, static_cast<std::size_t>(q_elements(p)));
+    buffers.lse = arena.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)));
+    if (backward) {
+      buffers.d_q = arena.take(out, static_cast<std::size_t>(q_elements(p)));
+      buffers.d_k = arena.take(out, static_cast<std::size_t>(kv_elements(p)));
+      buffers.d_v = arena.take(out, static_cast<std::size_t>(kv_elements(p)));
+    }
+    buffers.workspace = arena.take(ElementType::f32, memory.workspace / sizeof(float));
+
+    backend->copy_to_device(buffers.q.data, inputs_->q.buffer.data, buffers.q.bytes());
+    backend->copy_to_device(buffers.k.data, inputs_->k.buffer.data, buffers.k.bytes());
+    backend->copy_to_device(buffers.v.data, inputs_->v.buffer.data, buffers.v.bytes());
+    if (backward) backend->copy_to_device(buffers.d_out.data, inputs_->d_out.buffer.data, buffers.d_out.bytes());
+    for (const TensorBuffer* poisoned : {&buffers.out, &buffers.lse, &buffers.d_q, &buffers.d_k, &buffers.d_v,
+                                         &buffers.workspace}) {
+      if (poisoned->elements) backend->fill_with_nan(*poisoned);
+    }
+
+    // The checked run: one call in the case's direction, counting traffic.
+    implementation.forward(p, buffers, context);
+    if (p.direction == Direction::bwd) traffic.reset();
+    if (backward) implementation.backward(p, buffers, context);
+    backend->synchronize();
+    if (implementation.counts_traffic()) {
+      record["traffic"]["counted"] =
+          bytes_json(static_cast<double>(traffic.read_bytes()), static_cast<double>(traffic.write_bytes()));
+    }
+
+    std::optional<AccuracyResult> accuracy;
+    if (scenario.accuracy.check && !implementation.is_oracle()) {
+      HostOutputs host;
+      host.out = copy_to_host(*backend, buffers.out);
+      host.lse = copy_to_host(*backend, buffers.lse);
+      if (backward) {
+        host.d_q = copy_to_host(*backend, buffers.d_q);
+        host.d_k = copy_to_host(*backend, buffers.d_k);
+        host.d_v = copy_to_host(*backend, buffers.d_v);
+      }
+      if (!oracle_) {
+        oracle_ = compute_oracle(p, inputs_->buffers(), plan_sample(p, scenario.accuracy), threads_);
+      }
+      accuracy = check_outputs(p, host.buffers(), *oracle_, scenario.accuracy);
+      accuracy->baseline = std::string(implementation.accuracy_baseline());
+      dump_outputs(scenario, p, case_index, case_key, implementation, host);
+    } else {
+      AccuracyResult result;
+      result.status = implementation.is_oracle() ? "oracle" : "not_checked";
+      result.reason = implementation.is_oracle() ? "this implementation is the oracle" : "accuracy.check is false";
+      record["accuracy"] = result.to_json();
+      record["accuracy"]["sample"] = nullptr;
+      if (dumper_.enabled()) {
+        HostOutputs host;
+        host.out = copy_to_host(*backend, buffers.out);
+        host.lse = copy_to_host(*backend, buffers.lse);
+        if (backward) {
+          host.d_q = copy_to_host(*backend, buffers.d_q);
+          host.d_k = copy_to_host(*backend, buffers.d_k);
+          host.d_v = copy_to_host(*backend, buffers.d_v);
+        }
+        dump_outputs(scenario, p, case_index, case_key, implementation, host);
+      }
+    }
+
+    // Timing: every sample is one call in the case's direction; the backward of
+    // a bwd sample reuses the forward state of the checked run.
+    std::unique_ptr<SampleTimer> timer = backend->make_timer();
+    const MeasureSettings& settings = planned.measure;
+    const auto before_sample = [&] {
+      if (settings.cold_cache) backend->flush_cache();
+    };
+    const auto call = [&] {
+      if (p.direction != Direction::bwd) implementation.forward(p, buffers, context);
+      if (backward) implementation.backward(p, buffers, context);
+    };
+    const Measurement measurement = measure(settings, *timer, before_sample, call);
+    const double median = measurement.statistics.p50;
+    const FlopCount flops = flop_count(p);
+    const ByteCount compulsory = compulsory_bytes(p);
+    record["timing"] = Json{{"clock", backend->clock_name()},
+                            {"cache", settings.cold_cache ? "cold" : "hot"},
+                            {"cache_flush_bytes", settings.cold_cache ? backend->cache_flush_bytes() : 0},
+                            {"warmup_iterations", measurement.warmup_iterations},
+                            {"warmup_seconds", measurement.warmup_seconds},
+                            {"samples_seconds", measurement.samples_seconds},
+                            {"converged", measurement.converged},
+                            {"stop_reason", measurement.stop_reason},
+                            {"wall_seconds", measurement.wall_seconds},
+                            {"statistics", statistics_json(measurement.statistics)},
+                            {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
+                            {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
+    record["memory"] = Json{{"peak_bytes", arena.used()},
+                            {"input_bytes", memory.inputs},
+                            {"output_bytes", memory.outputs},
+                            {"workspace_bytes", memory.workspace},
+                            {"extra_bytes", arena.used() - memory.inputs - memory.outputs}};
+    return accuracy;
+  }
+
+  // The fused-versus-baseline rule needs every implementation of the case.
+  static void settle_accuracy(const Scenario& scenario, const Problem& problem,
+                              std::vector<std::pair<Implementation*, AccuracyResult>>& results,
+                              std::vector<Json>& records) {
+    std::map<std::string, const AccuracyResult*> by_name;
+    for (const auto& [implementation, result] : results) by_name[std::string(implementation->name())] = &result;
+    for (auto& [implementation, result] : results) {
+      if (!result.baseline.empty()) {
+        const auto baseline = by_name.find(result.baseline);
+        if (baseline != by_name.end()) {
+          apply_baseline_rule(result, *baseline->second, implementation->output_type(problem),
+                              scenario.accuracy);
+        } else {
+          result.note += std::string(result.note.empty() ? "" : "; ") + "baseline " + result.baseline +
+                         " did not run in this case, so only the per-dtype bound applied";
+          result.reason += std::string(result.reason.empty() ? "" : "; ") + result.note;
+        }
+      }
+      for (auto& record : records) {
+        if (record["implementation"] != implementation->name()) continue;
+        record["accuracy"] = result.to_json();
+        if (result.status == "failed" && record["status"] == "ok") {
+          record["status"] = "failed";
+          record["reason"] = "accuracy: " + result.reason;
+        }
+      }
+    }
+  }
+
+  void dump_inputs(const Scenario& scenario, const Problem& p, std::size_t case_index, const std::string& key) {
+    if (!dumper_.enabled()) return;
+    const std::string layout = to_string(p.layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "Q", inputs_->q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "K", inputs_->k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "V", inputs_->v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "dO", inputs_->d_out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+  }
+
+  void dump_outputs(const Scenario& scenario, const Problem& p, std::size_t case_index, const std::string& key,
+                    const Implementation& implementation, const HostOutputs& host) {
+    if (!dumper_.enabled()) return;
+    const std::string name(implementation.name());
+    const std::string layout = to_string(p.layout);
+    dumper_.write(scenario.name, case_index, key, name, "O", host.out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "LSE", host.lse.buffer, {p.batch, p.heads, p.seqlen_q}, "bhs");
+    dumper_.write(scenario.name, case_index, key, name, "dQ", host.d_q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "dK", host.d_k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "dV", host.d_v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+  }
+
+  const RunOptions& options_;
+  int threads_;
+  ResultsDocument& results_;
+  CaseDumper& dumper_;
+  std::optional<HostInputs> inputs_;
+  std::optional<OracleSample> oracle_;
+};
+
+std::string default_output_path(const std::vector<Scenario>& scenarios) {
+  std::string stamp = utc_timestamp();
+  stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
+  return "results/" + scenarios.front().name + "-" + stamp + ".json";
+}
+
+void print_summary(const ResultsDocument& results) {
+  std::printf("\n%-5s %-44s %-14s %-8s %11s %9s %10s %9s\n", "case", "problem", "implementation", "status",
+              "median", "TFLOP/s", "peak mem", "O error");
+  for (const auto& record : results.json()["records"]) {
+    const Json& timing = record["timing"];
+    const Json& accuracy = record["accuracy"];
+    std::string median = "-", tflops = "-", peak = "-", error = "-";
+    if (!timing.is_null()) {
+      median = format_seconds(timing["statistics"]["p50"].get<double>());
+      tflops = format_fixed(timing["tflops"].get<double>(), 4);
+    }
+    if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
+    if (!accuracy.is_null() && accuracy["tensors"].contains("O")) {
+      error = format_scientific(accuracy["tensors"]["O"]["max_abs_error"].get<double>(), 1);
+    }
+    const std::string label = record["scenario"].get<std::string>() + "#" +
+                              std::to_string(record["case_index"].get<std::size_t>());
+    const std::string problem = short_case_label(record["problem"]);
+    std::printf("%-5s %-44s %-14s %-8s %11s %9s %10s %9s\n", label.c_str(), problem.c_str(),
+                record["implementation"].get<std::string>().c_str(), record["status"].get<std::string>().c_str(),
+                median.c_str(), tflops.c_str(), peak.c_str(), error.c_str());
+    if (record["status"] != "ok") std::printf("      %s\n", record["reason"].get<std::string>().c_str());
+  }
+}
+
+}  // namespace
+
+int run_scenarios(const RunOptions& options) {
+  // Everything that can be wrong with the request is found before any output.
+  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  std::optional<std::regex> filter;
+  if (!options.filter.empty()) {
+    try {
+      filter.emplace(options.filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
+    }
+  }
+  std::vector<PlannedScenario> plan;
+  std::size_t total_cases = 0;
+  for (const Scenario& scenario : scenarios) {
+    PlannedScenario planned{&scenario, {}, scenario.measure, {}};
+    planned.implementations = options.implementations.empty()
+                                  ? select_implementations(scenario.implementations, scenario.path + ": implementations")
+                                  : select_implementations(options.implementations, "--impl");
+    if (options.cold_cache) planned.measure.cold_cache = *options.cold_cache;
+    for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
+      if (!filter || std::regex_search(scenario.name + "/" + scenario.cases[i].key, *filter)) planned.cases.push_back(i);
+    }
+    total_cases += planned.cases.size();
+    plan.push_back(std::move(planned));
+  }
+  if (total_cases == 0) throw InputError("--filter \"" + options.filter + "\" matches no case");
+  if (options.resume && options.output_path.empty()) {
+    throw InputError("--resume needs -o FILE naming the results file to continue");
+  }
+  const int threads = options.threads > 0 ? options.threads
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string output = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
+  ResultsDocument results = options.resume && std::filesystem::exists(output)
+                                ? ResultsDocument::resume(output, options.command_line, threads, scenarios)
+                                : ResultsDocument(options.command_line, threads);
+
+  Json scenario_json = Json::array();
+  for (const PlannedScenario& planned : plan) {
+    Json names = Json::array();
+    for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
+    scenario_json.push_back(Json{{"path", planned.scenario->path},
+                                 {"name", planned.scenario->name},
+                                 {"description", planned.scenario->description},
+                                 {"source", planned.scenario->source},
+                                 {"implementations", names},
+                                 {"measure", measure_settings_json(planned.measure)},
+                                 {"accuracy", accuracy_settings_json(planned.scenario->accuracy)},
+                                 {"case_count", planned.scenario->cases.size()}});
+  }
+  results.set_scenarios(scenario_json);
+  results.checkpoint(output);
+
+  CaseDumper dumper(options.dump_dir);
+  ScenarioRunner runner(options, threads, results, dumper);
+  Progress progress(total_cases, options.interactive);
+  std::size_t number = 0;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      const ScenarioCase& scenario_case = planned.scenario->cases[case_index];
+      progress.start_case(++number, planned.scenario->name + "#" + std::to_string(case_index) + " " +
+                                        short_case_label(problem_to_json(scenario_case.problem)));
+      std::vector<Json> records = runner.run_case(planned, case_index, progress);
+      std::string outcome;
+      for (auto& record : records) {
+        outcome += (outcome.empty() ? "" : ", ") + record["implementation"].get<std::string>() + " " +
+                   record["status"].get<std::string>();
+        results.add_record(std::move(record));
+      }
+      results.checkpoint(output);
+      dumper.write_index();
+      progress.finish_case(outcome.empty() ? "already in the results file" : outcome);
+    }
+  }
+  progress.finish();
+  results.finish(output);
+
+  print_summary(results);
+  std::size_t failed = 0;
+  for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
+  std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed, output.c_str());
+  if (dumper.enabled()) std::printf("Arrays: %s/index.json\n", options.dump_dir.c_str());
+  return failed ? kExitGateFailed : kExitSuccess;
+}
+
+}  // namespace attnbench

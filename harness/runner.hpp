@@ -1,0 +1,46 @@
+// `attnbench run`: scenario cases x implementations -> result records. For each
+// case: generate the inputs once; for each implementation: check support and
+// memory, allocate everything from one arena, run once with poisoned outputs and
+// check against the fp64 oracle, then warm up and time; then apply the
+// fused-versus-baseline accuracy rule across the case's implementations and
+// checkpoint the results file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "implementation.hpp"
+#include "scenario.hpp"
+
+namespace attnbench {
+
+struct RunOptions {
+  std::vector<std::string> scenario_paths;
+  std::string output_path;                   // empty: results/<scenario>-<time>.json
+  std::vector<std::string> implementations;  // --impl; overrides the scenarios' lists
+  std::string filter;                        // ECMAScript regex searched in "<scenario>/<case key>"
+  int threads = 0;                           // 0: every logical CPU
+  std::optional<bool> cold_cache;            // --hot / --cold override the scenarios
+  std::string dump_dir;                      // --dump
+  bool resume = false;
+  bool interactive = false;                  // stderr is a terminal
+  std::vector<std::string> command_line;
+};
+
+// The implementations a scenario runs: `requested` (from --impl or the scenario)
+// or the default set (every available implementation on an accelerator when
+// one is available, else every CPU implementation). Throws InputError for an
+// unknown name and EnvironmentError for one this machine cannot run.
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by);
+
+// Runs and returns the exit code (0, or 1 when any record failed); throws
+// InputError / EnvironmentError before writing anything when the request is bad.
+int run_scenarios(const RunOptions& options);
+
+// Short label of a case for terminal output, from its results-file form
+// (problem_to_json): "b2 h4/2 q100 k77 d64 fp16 fwd causal.br drop0.10".
+std::string short_case_label(const nlohmann::ordered_json& problem);
+
+}  // namespace attnbench

@@ -1,0 +1,416 @@
+#include "scenario.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "embedded_schemas.hpp"
+#include "implementation.hpp"
+#include "json_schema.hpp"
+#include "json_text.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Keys that stand for others: a layer setting one replaces what earlier layers
+// set for the other ("seqlen" is expanded into seqlen_q and seqlen_k instead).
+const std::map<std::string, std::string> kAlternatives = {
+    {"tokens", "batch"}, {"batch", "tokens"}, {"hidden", "heads"}, {"heads", "hidden"}};
+
+// Keys whose values a sweep axis would override when a case also sets them.
+const std::map<std::string, std::vector<std::string>> kOverriddenBy = {
+    {"seqlen", {"seqlen", "seqlen_q", "seqlen_k"}},
+    {"seqlen_q", {"seqlen", "seqlen_q"}},
+    {"seqlen_k", {"seqlen", "seqlen_k"}},
+    {"tokens", {"tokens", "batch"}},
+    {"batch", {"tokens", "batch"}},
+    {"hidden", {"hidden", "heads"}},
+    {"heads", {"hidden", "heads"}},
+};
+
+// Pairs that may not both appear in one object.
+const std::vector<std::pair<std::string, std::string>> kExclusive = {
+    {"seqlen", "seqlen_q"}, {"seqlen", "seqlen_k"}, {"tokens", "batch"}, {"hidden", "heads"}};
+
+// The problem keys of all layers merged so far, with the path each came from.
+struct MergedProblem {
+  Json values = Json::object();
+  std::map<std::string, std::string> origin;
+
+  void set(const std::string& key, const Json& value, const std::string& path) {
+    if (key == "seqlen") {
+      set("seqlen_q", value, path);
+      set("seqlen_k", value, path);
+      return;
+    }
+    const auto alternative = kAlternatives.find(key);
+    if (alternative != kAlternatives.end()) {
+      values.erase(alternative->second);
+      origin.erase(alternative->second);
+    }
+    values[key] = value;
+    origin[key] = path;
+  }
+
+  // Where a problem key (or a path below it, "padding.lengths_q[2]") came from.
+  std::string path_of(const std::string& key, const std::string& fallback) const {
+    const auto split = key.find_first_of(".[");
+    const std::string head = key.substr(0, split);
+    const auto found = origin.find(head);
+    if (found == origin.end()) return fallback;
+    return found->second + (split == std::string::npos ? "" : key.substr(split));
+  }
+};
+
+struct SweepAxis {
+  std::string key;
+  const Json* values;
+};
+
+class ScenarioParser {
+ public:
+  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics)
+      : file_(file), diagnostics_(diagnostics) {}
+
+  Scenario parse(const Json& document) {
+    Scenario scenario;
+    scenario.path = file_;
+    scenario.source = document;
+    scenario.name = document.at("name").get<std::string>();
+    scenario.description = document.at("description").get<std::string>();
+
+    const Json empty = Json::object();
+    const Json& defaults = document.contains("defaults") ? document["defaults"] : empty;
+    check_exclusive(defaults, "defaults");
+
+    std::vector<std::pair<const Json*, std::string>> bases;
+    if (document.contains("cases")) {
+      const Json& cases = document["cases"];
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const std::string path = "cases[" + std::to_string(i) + "]";
+        check_exclusive(cases[i], path);
+        bases.emplace_back(&cases[i], path);
+      }
+    } else {
+      bases.emplace_back(&empty, "");
+    }
+
+    std::vector<SweepAxis> axes;
+    if (document.contains("sweep")) {
+      for (const auto& [key, values] : document["sweep"].items()) axes.push_back({key, &values});
+      check_sweep_conflicts(axes, bases);
+    }
+    double points = 1;
+    for (const auto& axis : axes) points *= static_cast<double>(axis.values->size());
+    if (points * static_cast<double>(bases.size()) > kMaxCases) {
+      error("sweep", "expands to " + std::to_string(static_cast<long long>(points * static_cast<double>(bases.size()))) +
+                         " cases; at most " + std::to_string(kMaxCases) + " are allowed in one scenario");
+      return scenario;
+    }
+
+    std::map<std::string, std::string> seen_keys;  // case key -> origin
+    for (const auto& [base, base_path] : bases) {
+      std::vector<std::size_t> index(axes.size(), 0);
+      for (;;) {
+        MergedProblem merged;
+        for (const auto& [key, value] : defaults.items()) merged.set(key, value, "defaults." + key);
+        for (const auto& [key, value] : base->items()) merged.set(key, value, base_path + "." + key);
+        std::string label = base_path.empty() ? "" : base_path;
+        std::string point;
+        for (std::size_t a = 0; a < axes.size(); ++a) {
+          const Json& value = (*axes[a].values)[index[a]];
+          merged.set(axes[a].key, value, "sweep." + axes[a].key + "[" + std::to_string(index[a]) + "]");
+          point += (point.empty() ? "" : ", ") + axes[a].key + "=" + value.dump();
+        }
+        if (!point.empty()) label += (label.empty() ? "" : " x ") + std::string("sweep{") + point + "}";
+        if (label.empty()) label = "defaults";
+
+        ScenarioCase scenario_case;
+        if (build_problem(merged, label, scenario_case.problem)) {
+          scenario_case.key = case_key(scenario_case.problem);
+          scenario_case.origin = label;
+          const auto [existing, inserted] = seen_keys.emplace(scenario_case.key, label);
+          if (!inserted) {
+            error(label, "describes the same case as " + existing->second + "; remove one");
+          } else {
+            scenario.cases.push_back(std::move(scenario_case));
+          }
+        }
+
+        std::size_t a = axes.size();
+        while (a > 0 && ++index[a - 1] == axes[a - 1].values->size()) index[--a] = 0;
+        if (a == 0) break;
+      }
+    }
+
+    if (document.contains("implementations")) {
+      const Json& names = document["implementations"];
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto name = names[i].get<std::string>();
+        if (!ImplementationRegistry::instance().find(name)) {
+          error("implementations[" + std::to_string(i) + "]",
+                "unknown implementation \"" + name + "\"; known: " + known_implementations());
+        }
+        scenario.implementations.push_back(name);
+      }
+    }
+    if (document.contains("measure")) scenario.measure = parse_measure(document["measure"]);
+    if (document.contains("accuracy")) scenario.accuracy = parse_accuracy(document["accuracy"]);
+    return scenario;
+  }
+
+ private:
+  static constexpr int kMaxCases = 100000;
+
+  void error(const std::string& path, const std::string& message) {
+    diagnostics_.push_back({file_, path, message});
+  }
+
+  static std::string prefixed(const std::string& prefix, const std::string& key) {
+    return prefix.empty() ? key : prefix + "." + key;
+  }
+
+  static std::string known_implementations() {
+    std::string out;
+    for (const auto& name : ImplementationRegistry::instance().names()) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }
+
+  void check_exclusive(const Json& object, const std::string& path) {
+    for (const auto& [a, b] : kExclusive) {
+      if (object.contains(a) && object.contains(b)) {
+        error(prefixed(path, a), "\"" + a + "\" and \"" + b + "\" cannot both be set in one object");
+      }
+    }
+  }
+
+  // A case that sets a key the sweep also varies would be silently overridden.
+  void check_sweep_conflicts(const std::vector<SweepAxis>& axes,
+                             const std::vector<std::pair<const Json*, std::string>>& bases) {
+    for (const auto& [base, base_path] : bases) {
+      for (const auto& axis : axes) {
+        const auto overridden = kOverriddenBy.find(axis.key);
+        const std::vector<std::string> keys =
+            overridden != kOverriddenBy.end() ? overridden->second : std::vector<std::string>{axis.key};
+        for (const auto& key : keys) {
+          if (base->contains(key)) {
+            error(base_path + "." + key, "conflicts with the sweep axis \"" + axis.key +
+                                             "\", which would override it; set it in one place");
+          }
+        }
+      }
+    }
+  }
+
+  template <typename T>
+  bool get_required(const MergedProblem& merged, const std::string& key, const std::string& label,
+                    T& out, const std::string& how) {
+    if (!merged.values.contains(key)) {
+      error(label, "missing \"" + key + "\"" + how + " (set it in defaults, the case or the sweep)");
+      return false;
+    }
+    out = merged.values[key].get<T>();
+    return true;
+  }
+
+  bool build_problem(const MergedProblem& merged, const std::string& label, Problem& p) {
+    const Json& v = merged.values;
+    const std::size_t errors_before = diagnostics_.size();
+    std::int64_t tokens = 0, hidden = 0;
+    bool ok = true;
+    if (v.contains("tokens")) tokens = v["tokens"].get<std::int64_t>();
+    else ok &= get_required(merged, "batch", label, p.batch, " or \"tokens\"");
+    if (v.contains("hidden")) hidden = v["hidden"].get<std::int64_t>();
+    else ok &= get_required(merged, "heads", label, p.heads, " or \"hidden\"");
+    ok &= get_required(merged, "seqlen_q", label, p.seqlen_q, " (or \"seqlen\")");
+    ok &= get_required(merged, "seqlen_k", label, p.seqlen_k, " (or \"seqlen\")");
+    ok &= get_required(merged, "head_dim", label, p.head_dim, "");
+    if (!ok) return false;
+    if (tokens) {
+      if (tokens % p.seqlen_q != 0) {
+        error(merged.path_of("tokens", label), "tokens (" + std::to_string(tokens) +
+                                                   ") is not a multiple of seqlen_q (" +
+                                                   std::to_string(p.seqlen_q) + ") in " + label);
+        return false;
+      }
+      p.batch = tokens / p.seqlen_q;
+    }
+    if (hidden) {
+      if (hidden % p.head_dim != 0) {
+        error(merged.path_of("hidden", label), "hidden (" + std::to_string(hidden) +
+                                                   ") is not a multiple of head_dim (" +
+                                                   std::to_string(p.head_dim) + ") in " + label);
+        return false;
+      }
+      p.heads = hidden / p.head_dim;
+    }
+    p.kv_heads = v.contains("kv_heads") ? v["kv_heads"].get<std::int64_t>() : p.heads;
+    if (v.contains("dtype")) p.dtype = v["dtype"] == "fp16" ? InputDType::fp16 : InputDType::bf16;
+    if (v.contains("layout")) p.layout = v["layout"] == "bshd" ? Layout::bshd : Layout::bhsd;
+    p.mask.causal = v.value("causal", false);
+    p.mask.bottom_right = v.value("align", std::string("bottom_right")) == "bottom_right";
+    if (v.contains("window") && !v["window"].is_null()) {
+      p.mask.window_left = v["window"][0].get<std::int64_t>();
+      p.mask.window_right = v["window"][1].get<std::int64_t>();
+      if (p.mask.window_left < 0 && p.mask.window_right < 0) {
+        error(merged.path_of("window", label), "both bounds unbounded; use null for no window");
+      }
+    }
+    if (v.contains("padding") && !v["padding"].is_null()) {
+      parse_padding(v["padding"], merged.path_of("padding", label), p);
+    }
+    if (v.contains("dropout")) {
+      const Json& dropout = v["dropout"];
+      if (dropout.is_number()) {
+        p.dropout.probability = dropout.get<double>();
+      } else {
+        p.dropout.probability = dropout["p"].get<double>();
+        p.dropout.seed = dropout.value("seed", std::uint64_t{0});
+        p.dropout.offset = dropout.value("offset", std::uint32_t{0});
+      }
+    }
+    if (v.contains("scale") && !v["scale"].is_null()) p.scale = v["scale"].get<double>();
+    if (v.contains("direction")) {
+      const auto direction = v["direction"].get<std::string>();
+      p.direction = direction == "fwd" ? Direction::fwd : direction == "bwd" ? Direction::bwd : Direction::fwd_bwd;
+    }
+    if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), p);
+    if (v.contains("block_q")) p.tile.block_q = v["block_q"].get<std::int64_t>();
+    if (v.contains("block_k")) p.tile.block_k = v["block_k"].get<std::int64_t>();
+    if (diagnostics_.size() != errors_before) return false;
+
+    resolve_lengths(p);
+    for (const auto& issue : check_problem(p)) {
+      error(merged.path_of(issue.key, label), issue.message + " (in " + label + ")");
+    }
+    return diagnostics_.size() == errors_before;
+  }
+
+  void parse_padding(const Json& padding, const std::string& path, Problem& p) {
+    const bool lengths = padding.contains("lengths");
+    const bool q = padding.contains("lengths_q");
+    const bool k = padding.contains("lengths_k");
+    const bool shortfall = padding.contains("shortfall");
+    const int forms = (lengths ? 1 : 0) + ((q || k) ? 1 : 0) + (shortfall ? 1 : 0);
+    if (forms != 1 || (q != k)) {
+      error(path, "give exactly one of: \"lengths\"; \"lengths_q\" with \"lengths_k\"; \"shortfall\" (with an optional \"seed\")");
+      return;
+    }
+    if (padding.contains("seed") && !shortfall) {
+      error(path + ".seed", "only random padding (\"shortfall\") takes a seed");
+      return;
+    }
+    if (shortfall) {
+      p.padding.kind = PaddingSpec::Kind::random;
+      p.padding.shortfall_min = padding["shortfall"][0].get<std::int64_t>();
+      p.padding.shortfall_max = padding["shortfall"][1].get<std::int64_t>();
+      p.padding.seed = padding.value("seed", std::uint64_t{0});
+      if (p.padding.shortfall_min > p.padding.shortfall_max) {
+        error(path + ".shortfall", "needs [min, max] with min <= max");
+      }
+      return;
+    }
+    p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+    p.lengths_q = padding[lengths ? "lengths" : "lengths_q"].get<std::vector<std::int64_t>>();
+    p.lengths_k = padding[lengths ? "lengths" : "lengths_k"].get<std::vector<std::int64_t>>();
+  }
+
+  void parse_input(const Json& input, const std::string& path, Problem& p) {
+    const std::string distribution = input.value("distribution", std::string("normal"));
+    const bool normal = distribution == "normal";
+    for (const char* key : normal ? std::vector<const char*>{"low", "high"} : std::vector<const char*>{"mean", "std"}) {
+      if (input.contains(key)) {
+        error(path + "." + key, "does not apply to the " + distribution + " distribution (normal takes mean and std; uniform takes low and high)");
+      }
+    }
+    p.input.distribution = normal ? Distribution::normal : Distribution::uniform;
+    p.input.a = input.value(normal ? "mean" : "low", normal ? 0.0 : -1.0);
+    p.input.b = input.value(normal ? "std" : "high", 1.0);
+    p.input.seed = input.value("seed", std::uint64_t{0});
+  }
+
+  MeasureSettings parse_measure(const Json& m) {
+    MeasureSettings s;
+    s.warmup_min_iterations = m.value("warmup_min_iterations", s.warmup_min_iterations);
+    s.warmup_min_seconds = m.value("warmup_min_seconds", s.warmup_min_seconds);
+    s.min_samples = m.value("min_samples", s.min_samples);
+    s.max_samples = m.value("max_samples", s.max_samples);
+    s.min_seconds = m.value("min_seconds", s.min_seconds);
+    s.max_seconds = m.value("max_seconds", s.max_seconds);
+    s.target_ci_width = m.value("target_ci_width", s.target_ci_width);
+    s.cold_cache = m.value("cache", std::string("cold")) == "cold";
+    if (s.max_samples < s.min_samples) {
+      error("measure.max_samples", "must be >= min_samples (" + std::to_string(s.min_samples) +
+                                       "), got " + std::to_string(s.max_samples));
+    }
+    return s;
+  }
+
+  AccuracySettings parse_accuracy(const Json& a) {
+    AccuracySettings s;
+    s.check = a.value("check", s.check);
+    s.max_oracle_macs = a.value("max_oracle_macs", s.max_oracle_macs);
+    s.seed = a.value("seed", s.seed);
+    s.floor_factor = a.value("floor_factor", s.floor_factor);
+    if (a.contains("bound")) {
+      const std::pair<const char*, ElementType> types[] = {
+          {"fp64", ElementType::f64}, {"fp32", ElementType::f32}, {"fp16", ElementType::f16}, {"bf16", ElementType::bf16}};
+      for (const auto& [name, type] : types) {
+        if (a["bound"].contains(name)) s.bound[type] = a["bound"][name].get<double>();
+      }
+    }
+    return s;
+  }
+
+  std::string file_;
+  std::vector<Diagnostic>& diagnostics_;
+};
+
+}  // namespace
+
+const nlohmann::ordered_json& scenario_schema() {
+  static const Json schema = Json::parse(embedded_scenario_schema());
+  return schema;
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& file,
+                        std::vector<Diagnostic>& diagnostics) {
+  const std::size_t errors_before = diagnostics.size();
+  const Json document = parse_json_document(text, file, diagnostics);
+  if (diagnostics.size() != errors_before) return Scenario{};
+
+  static const JsonSchema validator(scenario_schema());
+  for (const auto& problem : validator.validate(document)) {
+    diagnostics.push_back({file, problem.path, problem.message});
+  }
+  if (diagnostics.size() != errors_before) return Scenario{};
+  return ScenarioParser(file, diagnostics).parse(document);
+}
+
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths) {
+  std::vector<Diagnostic> diagnostics;
+  std::vector<Scenario> scenarios;
+  std::map<std::string, std::string> names;
+  for (const auto& path : paths) {
+    std::string text;
+    if (!read_text_file(path, text, diagnostics)) continue;
+    const std::size_t errors_before = diagnostics.size();
+    Scenario scenario = parse_scenario(text, path, diagnostics);
+    if (diagnostics.size() != errors_before) continue;
+    const auto [existing, inserted] = names.emplace(scenario.name, path);
+    if (!inserted) {
+      diagnostics.push_back({path, "name", "scenario name \"" + scenario.name + "\" is also used by " +
+                                               existing->second + "; names must be unique in one run"});
+      continue;
+    }
+    scenarios.push_back(std::move(scenario));
+  }
+  if (!diagnostics.empty()) throw InputError(std::move(diagnostics));
+  return scenarios;
+}
+
+}  // namespace attnbench

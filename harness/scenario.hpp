@@ -1,0 +1,48 @@
+// Scenario files (DESIGN §5): JSON with comments, checked against
+// scenarios/scenario.schema.json and then semantically, expanded into cases.
+// Every problem in every file is reported at once (InputError), each naming the
+// file, the key path and what is allowed. docs/scenarios.md describes the format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "accuracy.hpp"
+#include "errors.hpp"
+#include "measure.hpp"
+#include "problem.hpp"
+
+namespace attnbench {
+
+struct ScenarioCase {
+  Problem problem;
+  std::string key;     // case_key(problem)
+  std::string origin;  // where it came from: "cases[1] x sweep{seqlen=512}"
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json source;  // the file as given, comments removed
+  std::vector<std::string> implementations;  // empty: the default set
+  MeasureSettings measure;
+  AccuracySettings accuracy;
+  std::vector<ScenarioCase> cases;
+};
+
+// The JSON Schema of scenario files (embedded at build time).
+const nlohmann::ordered_json& scenario_schema();
+
+// Parses, validates and expands one scenario document. Problems are appended to
+// `diagnostics` (with `file` as their file name); the scenario is meaningful only
+// when none were added.
+Scenario parse_scenario(const std::string& text, const std::string& file,
+                        std::vector<Diagnostic>& diagnostics);
+
+// Loads every file; throws InputError listing every problem in every file.
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths);
+
+}  // namespace attnbench

@@ -1,0 +1,78 @@
+#include "statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace attnbench {
+
+double SampleStatistics::median_ci_relative_width() const {
+  if (!median_ci_defined || !(p50 > 0.0)) return std::numeric_limits<double>::infinity();
+  return (median_ci_high - median_ci_low) / p50;
+}
+
+double percentile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) throw std::invalid_argument("percentile of no samples");
+  const double position = q * static_cast<double>(sorted.size() - 1);
+  const auto lower = static_cast<std::size_t>(std::floor(position));
+  const std::size_t upper = std::min(lower + 1, sorted.size() - 1);
+  const double fraction = position - static_cast<double>(lower);
+  return sorted[lower] + fraction * (sorted[upper] - sorted[lower]);
+}
+
+MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
+  // The number of samples below the median is Binomial(n, 1/2). The interval
+  // [x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(X <= k-1);
+  // take the largest k whose coverage still reaches `confidence`.
+  if (n == 0) return {};
+  const double alpha = 1.0 - confidence;
+  double tail = 0.0;  // P(X <= k - 1)
+  std::size_t best = 0;
+  for (std::size_t k = 1; k <= (n + 1) / 2; ++k) {
+    const double log_mass = std::lgamma(static_cast<double>(n) + 1) -
+                            std::lgamma(static_cast<double>(k - 1) + 1) -
+                            std::lgamma(static_cast<double>(n - (k - 1)) + 1) -
+                            static_cast<double>(n) * std::log(2.0);
+    tail += std::exp(log_mass);
+    if (2.0 * tail > alpha) break;
+    best = k;
+  }
+  if (best == 0) return {};
+  return MedianRanks{best, n + 1 - best};
+}
+
+SampleStatistics summarize(std::vector<double> samples, double confidence) {
+  SampleStatistics stats;
+  stats.confidence = confidence;
+  stats.count = samples.size();
+  if (samples.empty()) return stats;
+  std::sort(samples.begin(), samples.end());
+  stats.min = samples.front();
+  stats.max = samples.back();
+  stats.p10 = percentile_sorted(samples, 0.10);
+  stats.p25 = percentile_sorted(samples, 0.25);
+  stats.p50 = percentile_sorted(samples, 0.50);
+  stats.p75 = percentile_sorted(samples, 0.75);
+  stats.p90 = percentile_sorted(samples, 0.90);
+  stats.p99 = percentile_sorted(samples, 0.99);
+  stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  if (samples.size() > 1) {
+    double squares = 0.0;
+    for (double sample : samples) squares += (sample - stats.mean) * (sample - stats.mean);
+    stats.stddev = std::sqrt(squares / static_cast<double>(samples.size() - 1));
+  }
+  const MedianRanks ranks = median_confidence_ranks(samples.size(), confidence);
+  if (ranks.low == 0) {
+    stats.median_ci_low = stats.min;
+    stats.median_ci_high = stats.max;
+  } else {
+    stats.median_ci_defined = true;
+    stats.median_ci_low = samples[ranks.low - 1];
+    stats.median_ci_high = samples[ranks.high - 1];
+  }
+  return stats;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,228 @@
+// Building blocks shared by the CPU tiled implementations (cpu.standard in
+// baselines/, cpu.flash here): tile sizes, per-thread workspace carving, the
+// traffic-counted moves between full-size arrays (the "HBM" of the paper's
+// model) and dense fp32 tile buffers (its on-chip memory), the dropout factors
+// of a row segment, and the three small tile products both algorithms are built
+// from.
+//
+// Every move counts the bytes it transfers at the width of the full-size array:
+// an input tensor at its element size, every fp32 array (O, dQ, dK, dV, S, P,
+// dP, dS, D, l, m, LSE) at 4 bytes. Tile products move nothing.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "../harness/dtype.hpp"
+#include "../harness/host_tensor.hpp"
+#include "../harness/problem.hpp"
+#include "../harness/traffic.hpp"
+#include "common/dropout.hpp"
+#include "common/mask.hpp"
+
+namespace attnbench::cpu_tiles {
+
+inline constexpr std::int64_t kDefaultBlock = 64;
+
+// Rows of Q (block_q) and of K (block_k) per tile: the problem's hint, 64 when
+// the hint is 0, never more than the sequence.
+struct TileShape {
+  std::int64_t block_q = kDefaultBlock;
+  std::int64_t block_k = kDefaultBlock;
+};
+
+inline std::int64_t configured_block(std::int64_t hint) { return hint > 0 ? hint : kDefaultBlock; }
+
+inline TileShape tile_shape(const Problem& p) {
+  return TileShape{std::min(configured_block(p.tile.block_q), p.seqlen_q),
+                   std::min(configured_block(p.tile.block_k), p.seqlen_k)};
+}
+
+// Hands out consecutive 64-byte-aligned fp32 arrays from a workspace region.
+// Without a base it only measures, so one carve function gives both the layout
+// and its size.
+class WorkspaceCarver {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  explicit WorkspaceCarver(void* base = nullptr) : base_(static_cast<std::byte*>(base)) {}
+
+  float* floats(std::int64_t count) {
+    float* at = base_ != nullptr ? reinterpret_cast<float*>(base_ + used_) : nullptr;
+    used_ += round_up(static_cast<std::size_t>(count) * sizeof(float));
+    return at;
+  }
+  std::size_t used() const { return used_; }
+
+  static std::size_t round_up(std::size_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+ private:
+  std::byte* base_;
+  std::size_t used_ = 0;
+};
+
+// One thread's slot of the traffic counter.
+class TrafficSlot {
+ public:
+  TrafficSlot(TrafficCounter& counter, int slot) : counter_(counter), slot_(slot) {}
+  void read(std::int64_t bytes) { counter_.add_read(slot_, static_cast<std::uint64_t>(bytes)); }
+  void write(std::int64_t bytes) { counter_.add_write(slot_, static_cast<std::uint64_t>(bytes)); }
+
+ private:
+  TrafficCounter& counter_;
+  int slot_;
+};
+
+// ---- Moves between full-size arrays and tiles (counted) -----------------------
+
+inline std::int64_t row_bytes(const HeadSlice& full) {
+  return full.head_dim * static_cast<std::int64_t>(element_size(full.buffer->type));
+}
+
+// Rows [row_begin, row_begin + rows) of one head of a tensor -> dense rows x d tile.
+inline void load_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows, float* tile,
+                      TrafficSlot& traffic) {
+  full.load_rows(row_begin, rows, tile);
+  traffic.read(rows * row_bytes(full));
+}
+
+// Dense rows x d tile -> rows [row_begin, row_begin + rows) of one head of a tensor.
+inline void store_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows,
+                       const float* tile, TrafficSlot& traffic) {
+  full.store_rows(row_begin, rows, tile);
+  traffic.write(rows * row_bytes(full));
+}
+
+// Block [row_begin, +rows) x [col_begin, +cols) of a row-major fp32 matrix with
+// `columns` columns -> dense rows x cols tile.
+inline void load_block(const float* full, std::int64_t columns, std::int64_t row_begin,
+                       std::int64_t rows, std::int64_t col_begin, std::int64_t cols, float* tile,
+                       TrafficSlot& traffic) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* src = full + (row_begin + r) * columns + col_begin;
+    std::copy(src, src + cols, tile + r * cols);
+  }
+  traffic.read(rows * cols * static_cast<std::int64_t>(sizeof(float)));
+}
+
+// Dense rows x cols tile -> block [row_begin, +rows) x [col_begin, +cols) of a
+// row-major fp32 matrix with `columns` columns.
+inline void store_block(float* full, std::int64_t columns, std::int64_t row_begin,
+                        std::int64_t rows, std::int64_t col_begin, std::int64_t cols,
+                        const float* tile, TrafficSlot& traffic) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::copy(tile + r * cols, tile + (r + 1) * cols, full + (row_begin + r) * columns + col_begin);
+  }
+  traffic.write(rows * cols * static_cast<std::int64_t>(sizeof(float)));
+}
+
+// `count` consecutive elements of an fp32 vector (l, m, LSE, D) -> tile.
+inline void load_span(const float* full, std::int64_t count, float* tile, TrafficSlot& traffic) {
+  load_block(full, count, 0, 1, 0, count, tile, traffic);
+}
+
+inline void store_span(float* full, std::int64_t count, const float* tile, TrafficSlot& traffic) {
+  store_block(full, count, 0, 1, 0, count, tile, traffic);
+}
+
+// ---- Dropout -----------------------------------------------------------------
+
+// Calls visit(c, factor) with factor = Z/(1-p) of element (b, h, row, key_begin + c)
+// (keep_scale when kept, 0 when dropped) for c in [0, count); one Philox call
+// serves four consecutive keys. Without dropout it visits nothing.
+template <typename Visit>
+void for_each_dropout_factor(const DropoutRng& rng, std::int64_t b, std::int64_t h,
+                             std::int64_t row, std::int64_t key_begin, std::int64_t count,
+                             Visit&& visit) {
+  if (!rng.enabled) return;
+  std::int64_t c = 0;
+  while (c < count) {
+    const std::int64_t key = key_begin + c;
+    const PhiloxBlock words =
+        dropout_words(rng, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                      static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(key / 4));
+    for (std::int64_t w = key % 4; w < 4 && c < count; ++w, ++c) {
+      visit(c, dropout_word_keeps(rng, words.word[w]) ? rng.keep_scale : 0.0f);
+    }
+  }
+}
+
+// tile (rows x cols; rows from row_begin, keys from key_begin) *= Z/(1-p).
+inline void apply_dropout(const DropoutRng& rng, std::int64_t b, std::int64_t h,
+                          std::int64_t row_begin, std::int64_t rows, std::int64_t key_begin,
+                          std::int64_t cols, float* tile) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = tile + r * cols;
+    for_each_dropout_factor(rng, b, h, row_begin + r, key_begin, cols,
+                            [row](std::int64_t c, float factor) { row[c] *= factor; });
+  }
+}
+
+// factors (rows x cols) = Z/(1-p) of the tile's elements; 1 without dropout.
+inline void dropout_factors(const DropoutRng& rng, std::int64_t b, std::int64_t h,
+                            std::int64_t row_begin, std::int64_t rows, std::int64_t key_begin,
+                            std::int64_t cols, float* factors) {
+  std::fill(factors, factors + rows * cols, 1.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = factors + r * cols;
+    for_each_dropout_factor(rng, b, h, row_begin + r, key_begin, cols,
+                            [row](std::int64_t c, float factor) { row[c] = factor; });
+  }
+}
+
+// ---- Tile products (on-chip, nothing counted) ----------------------------------
+
+inline float dot(const float* a, const float* b, std::int64_t n) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t x = 0; x < n; ++x) sum += a[x] * b[x];
+  return sum;
+}
+
+// c (rows x cols) = alpha * a (rows x d) * b^T (b: cols x d)
+inline void multiply_abt(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
+                         std::int64_t d, float alpha, float* c) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t k = 0; k < cols; ++k) c[r * cols + k] = alpha * dot(a + r * d, b + k * d, d);
+  }
+}
+
+// c (rows x d) += alpha * a (rows x cols) * b (cols x d)
+inline void accumulate_ab(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
+                          std::int64_t d, float alpha, float* c) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* c_row = c + r * d;
+    for (std::int64_t k = 0; k < cols; ++k) {
+      const float weight = alpha * a[r * cols + k];
+      const float* b_row = b + k * d;
+#pragma omp simd
+      for (std::int64_t x = 0; x < d; ++x) c_row[x] += weight * b_row[x];
+    }
+  }
+}
+
+// c (cols x d) += alpha * a^T (a: rows x cols) * b (rows x d)
+inline void accumulate_atb(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
+                           std::int64_t d, float alpha, float* c) {
+  for (std::int64_t k = 0; k < cols; ++k) {
+    float* c_row = c + k * d;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float weight = alpha * a[r * cols + k];
+      const float* b_row = b + r * d;
+#pragma omp simd
+      for (std::int64_t x = 0; x < d; ++x) c_row[x] += weight * b_row[x];
+    }
+  }
+}
+
+// ---- Masks -----------------------------------------------------------------------
+
+// True when the key interval `bound` meets the key block [key_begin, key_end).
+inline bool overlaps(const KeyRange& bound, std::int64_t key_begin, std::int64_t key_end) {
+  return !bound.empty() && bound.begin < key_end && bound.end > key_begin;
+}
+
+}  // namespace attnbench::cpu_tiles

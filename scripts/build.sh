@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds attnbench in build/ (Release). Extra arguments go to
+# CMake's configure step, e.g. -DATTNBENCH_CUDA=OFF or -DCMAKE_CUDA_ARCHITECTURES=90.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build build -j "$(nproc)"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's second command (and CI's): install what is missing, build, and
+# run the whole test suite. GPU tests skip with a message on a machine without one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"

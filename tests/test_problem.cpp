@@ -1,0 +1,151 @@
+// The problem model: exact visible-pair FLOP counts, the compulsory-bytes model,
+// padding resolution, validation and case identity.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "harness/problem.hpp"
+
+namespace attnbench {
+namespace {
+
+Problem make_problem(std::int64_t b, std::int64_t h, std::int64_t nq, std::int64_t nk, std::int64_t d) {
+  Problem p;
+  p.batch = b;
+  p.heads = h;
+  p.kv_heads = h;
+  p.seqlen_q = nq;
+  p.seqlen_k = nk;
+  p.head_dim = d;
+  resolve_lengths(p);
+  return p;
+}
+
+TEST(Flops, DenseForwardIsFourNSquaredD) {
+  const Problem p = make_problem(2, 3, 100, 80, 64);
+  EXPECT_EQ(visible_pairs(p), 2 * 3 * 100 * 80);
+  EXPECT_DOUBLE_EQ(flop_count(p).forward, 4.0 * 64 * 2 * 3 * 100 * 80);
+}
+
+TEST(Flops, CausalCountsTheTriangleIncludingTheDiagonal) {
+  Problem p = make_problem(1, 1, 1024, 1024, 64);
+  p.mask.causal = true;
+  EXPECT_EQ(visible_pairs(p), 1024 * 1025 / 2);  // flash-attn's N^2/2 differs by N/2
+}
+
+TEST(Flops, BottomRightCausalWithMoreQueriesLeavesEarlyRowsEmpty) {
+  Problem p = make_problem(1, 1, 10, 4, 8);
+  p.mask.causal = true;
+  p.mask.bottom_right = true;  // shift = -6: row i sees keys j <= i - 6
+  EXPECT_EQ(visible_pairs(p), 1 + 2 + 3 + 4);
+  p.mask.bottom_right = false;  // top-left: row i sees min(i + 1, 4) keys
+  EXPECT_EQ(visible_pairs(p), 1 + 2 + 3 + 4 * 7);
+}
+
+TEST(Flops, WindowAndPaddingReduceTheCount) {
+  Problem p = make_problem(2, 1, 50, 50, 16);
+  p.mask.window_left = 3;
+  p.mask.window_right = 1;
+  // Rows see [i - 3, i + 1] clipped to [0, 50).
+  std::int64_t per_batch = 0;
+  for (std::int64_t i = 0; i < 50; ++i) per_batch += std::min<std::int64_t>(i + 1, 49) - std::max<std::int64_t>(i - 3, 0) + 1;
+  EXPECT_EQ(visible_pairs(p), 2 * per_batch);
+
+  Problem padded = make_problem(2, 1, 50, 50, 16);
+  padded.padding.kind = PaddingSpec::Kind::explicit_lengths;
+  padded.lengths_q = {50, 10};
+  padded.lengths_k = {0, 20};
+  EXPECT_EQ(visible_pairs(padded), 0 + 10 * 20);
+}
+
+TEST(Flops, DirectionsScaleTheForward) {
+  Problem p = make_problem(1, 2, 64, 64, 32);
+  p.direction = Direction::bwd;
+  EXPECT_DOUBLE_EQ(flop_count(p).total, 2.5 * flop_count(p).forward);
+  p.direction = Direction::fwd_bwd;
+  EXPECT_DOUBLE_EQ(flop_count(p).total, 3.5 * flop_count(p).forward);
+}
+
+TEST(CompulsoryBytes, MatchesHandCounts) {
+  Problem p = make_problem(2, 4, 128, 256, 64);
+  p.kv_heads = 2;
+  const double q = 2.0 * 128 * 4 * 64 * 2, kv = 2.0 * 256 * 2 * 64 * 2, lse = 2.0 * 4 * 128 * 4;
+  ByteCount forward = compulsory_bytes(p);
+  EXPECT_DOUBLE_EQ(forward.read, q + 2 * kv);
+  EXPECT_DOUBLE_EQ(forward.write, q + lse);
+  p.direction = Direction::bwd;
+  const ByteCount backward = compulsory_bytes(p);
+  EXPECT_DOUBLE_EQ(backward.read, 3 * q + 2 * kv + lse);
+  EXPECT_DOUBLE_EQ(backward.write, q + 2 * kv);
+  p.direction = Direction::fwd_bwd;
+  EXPECT_DOUBLE_EQ(compulsory_bytes(p).total(), forward.total() + backward.total());
+}
+
+TEST(Geometry, LayoutsPlaceTheSameElementDifferently) {
+  const TensorStrides bshd = strides_for(Layout::bshd, 10, 3, 8);
+  const TensorStrides bhsd = strides_for(Layout::bhsd, 10, 3, 8);
+  EXPECT_EQ(bshd.offset(1, 2, 1), 1 * 240 + 2 * 24 + 1 * 8);
+  EXPECT_EQ(bhsd.offset(1, 2, 1), 1 * 240 + 1 * 80 + 2 * 8);
+}
+
+TEST(Padding, RandomLengthsAreSeededAndWithinTheShortfall) {
+  Problem p = make_problem(64, 1, 100, 100, 8);
+  p.padding = PaddingSpec{PaddingSpec::Kind::random, 0, 20, 5};
+  resolve_lengths(p);
+  std::set<std::int64_t> distinct;
+  for (std::int64_t b = 0; b < 64; ++b) {
+    EXPECT_GE(p.length_q(b), 80);
+    EXPECT_LE(p.length_q(b), 100);
+    EXPECT_EQ(p.length_q(b), p.length_k(b));
+    distinct.insert(p.length_q(b));
+  }
+  EXPECT_GT(distinct.size(), 5u);
+  const auto first = p.lengths_q;
+  resolve_lengths(p);
+  EXPECT_EQ(p.lengths_q, first);
+  p.padding.seed = 6;
+  resolve_lengths(p);
+  EXPECT_NE(p.lengths_q, first);
+}
+
+TEST(Validation, ReportsEachProblemWithItsKey) {
+  Problem p = make_problem(1, 6, 16, 16, 8);
+  p.kv_heads = 4;
+  p.dropout.probability = 1.0;
+  p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+  p.lengths_q = {17};
+  p.lengths_k = {3, 4};
+  std::set<std::string> keys;
+  for (const auto& issue : check_problem(p)) keys.insert(issue.key);
+  EXPECT_EQ(keys, (std::set<std::string>{"kv_heads", "dropout", "padding.lengths_q[0]", "padding.lengths_k"}));
+}
+
+TEST(Validation, RefusesImpossiblyLargeProblems) {
+  Problem p = make_problem(1 << 20, 1 << 10, 1 << 20, 1 << 20, 128);
+  ASSERT_FALSE(check_problem(p).empty());
+  EXPECT_EQ(check_problem(p)[0].key, "batch");
+}
+
+TEST(CaseKey, DistinguishesEveryFieldThatChangesTheWork) {
+  const Problem base = make_problem(2, 4, 100, 77, 64);
+  std::vector<Problem> variants(12, base);
+  variants[1].mask.causal = true;
+  variants[2].mask.causal = true;
+  variants[2].mask.bottom_right = true;
+  variants[3].mask.window_left = 8;
+  variants[4].dropout.probability = 0.1;
+  variants[5].dtype = InputDType::bf16;
+  variants[6].layout = Layout::bhsd;
+  variants[7].direction = Direction::bwd;
+  variants[8].scale = 0.5;
+  variants[9].input.seed = 1;
+  variants[10].tile.block_k = 32;
+  variants[11].kv_heads = 2;
+  std::set<std::string> keys;
+  for (const auto& v : variants) keys.insert(case_key(v));
+  EXPECT_EQ(keys.size(), variants.size());
+  EXPECT_EQ(case_key(base), case_key(make_problem(2, 4, 100, 77, 64)));
+}
+
+}  // namespace
+}  // namespace attnbench

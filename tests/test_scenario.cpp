@@ -1,0 +1,290 @@
+// Scenario files: parsing with comments, defaults and layering, sweeps, explicit
+// cases, shorthands, and the diagnostics for malformed or impossible files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "harness/json_schema.hpp"
+#include "harness/scenario.hpp"
+
+namespace attnbench {
+namespace {
+
+Scenario parse_ok(const std::string& text) {
+  std::vector<Diagnostic> diagnostics;
+  Scenario scenario = parse_scenario(text, "test.json", diagnostics);
+  std::string all;
+  for (const auto& d : diagnostics) all += d.format() + "\n";
+  EXPECT_TRUE(diagnostics.empty()) << all;
+  return scenario;
+}
+
+std::vector<Diagnostic> parse_errors(const std::string& text) {
+  std::vector<Diagnostic> diagnostics;
+  parse_scenario(text, "bad.json", diagnostics);
+  for (const auto& d : diagnostics) EXPECT_EQ(d.file, "bad.json");
+  return diagnostics;
+}
+
+bool has_error(const std::vector<Diagnostic>& diagnostics, const std::string& path, const std::string& fragment) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(), [&](const Diagnostic& d) {
+    return d.path == path && d.message.find(fragment) != std::string::npos;
+  });
+}
+
+std::string dump(const std::vector<Diagnostic>& diagnostics) {
+  std::string all;
+  for (const auto& d : diagnostics) all += d.format() + "\n";
+  return all;
+}
+
+const char* kMinimal = R"({"name": "t", "description": "d", "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8}})";
+
+TEST(Scenario, DefaultsGiveOneCaseWithDocumentedDefaults) {
+  const Scenario s = parse_ok(kMinimal);
+  ASSERT_EQ(s.cases.size(), 1u);
+  const Problem& p = s.cases[0].problem;
+  EXPECT_EQ(p.kv_heads, 2);
+  EXPECT_EQ(p.seqlen_q, 16);
+  EXPECT_EQ(p.seqlen_k, 16);
+  EXPECT_EQ(p.dtype, InputDType::fp16);
+  EXPECT_EQ(p.layout, Layout::bshd);
+  EXPECT_EQ(p.direction, Direction::fwd);
+  EXPECT_FALSE(p.mask.causal);
+  EXPECT_TRUE(p.mask.bottom_right);
+  EXPECT_EQ(p.dropout.probability, 0.0);
+  EXPECT_EQ(p.input.distribution, Distribution::normal);
+  EXPECT_EQ(p.lengths_q, std::vector<std::int64_t>{16});
+  EXPECT_EQ(s.cases[0].origin, "defaults");
+}
+
+TEST(Scenario, CommentsAreAllowed) {
+  const Scenario s = parse_ok(R"(// leading comment
+    {"name": "t", /* inline */ "description": "d",
+     "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8}  // trailing
+    })");
+  EXPECT_EQ(s.cases.size(), 1u);
+}
+
+TEST(Scenario, SweepIsTheCartesianProductFirstAxisOutermost) {
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 8},
+    "sweep": {"seqlen": [16, 32, 64], "causal": [false, true]}})");
+  ASSERT_EQ(s.cases.size(), 6u);
+  const std::int64_t lengths[] = {16, 16, 32, 32, 64, 64};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(s.cases[i].problem.seqlen_q, lengths[i]);
+    EXPECT_EQ(s.cases[i].problem.mask.causal, i % 2 == 1);
+  }
+  EXPECT_EQ(s.cases[3].origin, "sweep{seqlen=32, causal=true}");
+}
+
+TEST(Scenario, CasesAreCrossedWithTheSweepAndLayerOverDefaults) {
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 8, "dtype": "bf16"},
+    "cases": [{"direction": "fwd"}, {"direction": "bwd", "dtype": "fp16"}],
+    "sweep": {"seqlen": [16, 32]}})");
+  ASSERT_EQ(s.cases.size(), 4u);
+  EXPECT_EQ(s.cases[0].problem.dtype, InputDType::bf16);
+  EXPECT_EQ(s.cases[2].problem.direction, Direction::bwd);
+  EXPECT_EQ(s.cases[2].problem.dtype, InputDType::fp16);
+  EXPECT_EQ(s.cases[3].origin, "cases[1] x sweep{seqlen=32}");
+}
+
+TEST(Scenario, TokensAndHiddenDeriveBatchAndHeads) {
+  // The FlashAttention-2 grid: 16k tokens, hidden 2048.
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"tokens": 16384, "hidden": 2048},
+    "sweep": {"seqlen": [512, 16384], "head_dim": [64, 128]}})");
+  ASSERT_EQ(s.cases.size(), 4u);
+  EXPECT_EQ(s.cases[0].problem.batch, 32);
+  EXPECT_EQ(s.cases[0].problem.heads, 32);
+  EXPECT_EQ(s.cases[1].problem.heads, 16);
+  EXPECT_EQ(s.cases[3].problem.batch, 1);
+}
+
+TEST(Scenario, LaterLayersReplaceShorthandFamilies) {
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"tokens": 64, "heads": 2, "head_dim": 8, "seqlen_q": 16, "seqlen_k": 32},
+    "cases": [{"batch": 3}, {"seqlen": 8}, {"seqlen_k": 4}]})");
+  ASSERT_EQ(s.cases.size(), 3u);
+  EXPECT_EQ(s.cases[0].problem.batch, 3);      // batch replaces tokens
+  EXPECT_EQ(s.cases[1].problem.batch, 8);      // 64 tokens / seqlen 8
+  EXPECT_EQ(s.cases[1].problem.seqlen_k, 8);   // seqlen sets both
+  EXPECT_EQ(s.cases[2].problem.seqlen_q, 16);  // seqlen_k leaves seqlen_q alone
+  EXPECT_EQ(s.cases[2].problem.seqlen_k, 4);
+}
+
+TEST(Scenario, MasksPaddingDropoutInputAndSettingsParse) {
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 2, "heads": 2, "seqlen": 40, "head_dim": 8},
+    "cases": [
+      {"causal": true, "align": "top_left", "window": [5, -1]},
+      {"padding": {"lengths": [40, 3]}, "dropout": 0.25},
+      {"padding": {"lengths_q": [4, 5], "lengths_k": [6, 7]}, "dropout": {"p": 0.5, "seed": 9, "offset": 3}},
+      {"padding": {"shortfall": [0, 20], "seed": 3}, "input": {"distribution": "uniform", "low": -2, "high": 2, "seed": 5}},
+      {"scale": 0.5, "block_q": 16, "block_k": 32, "layout": "bhsd"}
+    ],
+    "implementations": ["cpu.flash"],
+    "measure": {"min_samples": 3, "max_samples": 9, "cache": "hot", "target_ci_width": 0.05},
+    "accuracy": {"max_oracle_macs": 1e6, "seed": 4, "bound": {"fp32": 1e-3}}})");
+  ASSERT_EQ(s.cases.size(), 5u);
+  const Problem& a = s.cases[0].problem;
+  EXPECT_TRUE(a.mask.causal);
+  EXPECT_FALSE(a.mask.bottom_right);
+  EXPECT_EQ(a.mask.window_left, 5);
+  EXPECT_EQ(a.mask.window_right, -1);
+  EXPECT_EQ(s.cases[1].problem.lengths_k, (std::vector<std::int64_t>{40, 3}));
+  EXPECT_DOUBLE_EQ(s.cases[1].problem.dropout.probability, 0.25);
+  EXPECT_EQ(s.cases[2].problem.lengths_q, (std::vector<std::int64_t>{4, 5}));
+  EXPECT_EQ(s.cases[2].problem.dropout.seed, 9u);
+  EXPECT_EQ(s.cases[2].problem.dropout.offset, 3u);
+  EXPECT_EQ(s.cases[3].problem.padding.kind, PaddingSpec::Kind::random);
+  EXPECT_EQ(s.cases[3].problem.input.distribution, Distribution::uniform);
+  EXPECT_DOUBLE_EQ(s.cases[3].problem.input.a, -2.0);
+  EXPECT_DOUBLE_EQ(*s.cases[4].problem.scale, 0.5);
+  EXPECT_EQ(s.cases[4].problem.tile.block_k, 32);
+  EXPECT_EQ(s.implementations, std::vector<std::string>{"cpu.flash"});
+  EXPECT_EQ(s.measure.min_samples, 3);
+  EXPECT_FALSE(s.measure.cold_cache);
+  EXPECT_DOUBLE_EQ(s.accuracy.max_oracle_macs, 1e6);
+  EXPECT_DOUBLE_EQ(s.accuracy.bound.at(ElementType::f32), 1e-3);
+  EXPECT_DOUBLE_EQ(s.accuracy.bound.at(ElementType::f16), 1e-2);  // untouched default
+}
+
+TEST(ScenarioErrors, UnknownKeysAreErrorsWithASuggestion) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "hed_dim": 8}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].path, "defaults.hed_dim");
+  EXPECT_NE(errors[0].message.find("unknown key"), std::string::npos);
+  EXPECT_NE(errors[0].message.find("did you mean \"head_dim\""), std::string::npos);
+}
+
+TEST(ScenarioErrors, EveryProblemIsReportedAtOnceWithAllowedValues) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 0, "heads": 2, "seqlen": 16, "head_dim": 8, "dtype": "fp8"},
+    "sweep": {"seqlen": [16, "1k"]},
+    "measure": {"cache": "lukewarm", "min_samples": 0}})");
+  EXPECT_TRUE(has_error(errors, "defaults.batch", "must be >= 1")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "defaults.dtype", "allowed values: \"fp16\", \"bf16\"")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "sweep.seqlen[1]", "expected an integer")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "measure.cache", "\"cold\", \"hot\"")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "measure.min_samples", "must be >= 1")) << dump(errors);
+  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+}
+
+TEST(ScenarioErrors, MissingRequiredKeysAreNamed) {
+  const auto top = parse_errors(R"({"name": "t"})");
+  EXPECT_TRUE(has_error(top, "", "missing required key \"description\"")) << dump(top);
+  const auto errors = parse_errors(R"({"name": "t", "description": "d", "defaults": {"batch": 1, "heads": 2, "seqlen": 8}})");
+  EXPECT_TRUE(has_error(errors, "defaults", "missing \"head_dim\"")) << dump(errors);
+}
+
+TEST(ScenarioErrors, BadJsonNamesTheLine) {
+  const auto errors = parse_errors("{\"name\": \"t\",\n  \"description\": \"d\",\n  oops\n}");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("line 3"), std::string::npos) << errors[0].message;
+}
+
+TEST(ScenarioErrors, DuplicateKeysAreRefused) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8, "head_dim": 16}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].path, "defaults.head_dim");
+  EXPECT_NE(errors[0].message.find("twice"), std::string::npos);
+}
+
+TEST(ScenarioErrors, SemanticErrorsPointAtTheKeyThatCausedThem) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 2, "heads": 6, "seqlen": 16, "head_dim": 8},
+    "cases": [
+      {"kv_heads": 4},
+      {"padding": {"lengths": [16, 17]}},
+      {"padding": {"lengths": [1, 2, 3]}},
+      {"tokens": 100},
+      {"window": [-1, -1]},
+      {"padding": {"lengths": [1, 1], "shortfall": [0, 2]}},
+      {"input": {"distribution": "uniform", "mean": 1}}
+    ]})");
+  EXPECT_TRUE(has_error(errors, "cases[0].kv_heads", "must divide heads")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[1].padding.lengths_q[1]", "must be in [0, 16]")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].padding.lengths_q", "one length per batch element")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[3].tokens", "not a multiple of seqlen_q")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[4].window", "use null")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[5].padding", "exactly one of")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[6].input.mean", "does not apply")) << dump(errors);
+}
+
+TEST(ScenarioErrors, ConflictsAndDuplicatesAreRefused) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8},
+    "cases": [{"seqlen_q": 8}, {"causal": true}, {"causal": true}, {"seqlen": 4, "seqlen_k": 5}],
+    "sweep": {"seqlen": [16]}})");
+  EXPECT_TRUE(has_error(errors, "cases[0].seqlen_q", "conflicts with the sweep axis \"seqlen\"")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[3].seqlen", "cannot both be set")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2] x sweep{seqlen=16}", "same case as cases[1]")) << dump(errors);
+}
+
+TEST(ScenarioErrors, UnknownImplementationsListTheKnownOnes) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8},
+    "implementations": ["cpu.flash", "cpu.flsh"]})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].path, "implementations[1]");
+  EXPECT_NE(errors[0].message.find("known: cpu.flash, cpu.reference, cpu.standard"), std::string::npos);
+}
+
+TEST(ScenarioErrors, MissingFilesAndDuplicateNamesAcrossFiles) {
+  const std::string path = ::testing::TempDir() + "/attnbench_scenario.json";
+  std::ofstream(path) << kMinimal;
+  try {
+    load_scenarios({path, "/nonexistent/scenario.json", path});
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    ASSERT_EQ(error.diagnostics().size(), 2u) << error.what();
+    EXPECT_EQ(error.diagnostics()[0].file, "/nonexistent/scenario.json");
+    EXPECT_NE(error.diagnostics()[0].message.find("cannot read"), std::string::npos);
+    EXPECT_NE(error.diagnostics()[1].message.find("also used by"), std::string::npos);
+  }
+}
+
+TEST(ScenarioSchema, ShippedScenariosValidateAndExpand) {
+  for (const char* name : {"quick.json", "edge_cases.json"}) {
+    const auto scenarios = load_scenarios({std::string(ATTNBENCH_SOURCE_DIR) + "/scenarios/" + name});
+    ASSERT_EQ(scenarios.size(), 1u);
+    EXPECT_GT(scenarios[0].cases.size(), 3u);
+  }
+}
+
+TEST(ScenarioSchema, QuickScenarioCoversWhatItPromises) {
+  const Scenario s = load_scenarios({std::string(ATTNBENCH_SOURCE_DIR) + "/scenarios/quick.json"})[0];
+  bool causal_tl = false, causal_br = false, window = false, padding = false, dropout = false, no_dropout = false,
+       fwd = false, bwd = false, fwd_bwd = false, fp16 = false, bf16 = false, unequal = false, odd = false;
+  for (const auto& c : s.cases) {
+    const Problem& p = c.problem;
+    causal_tl |= p.mask.causal && !p.mask.bottom_right;
+    causal_br |= p.mask.causal && p.mask.bottom_right;
+    window |= p.mask.window_left >= 0 || p.mask.window_right >= 0;
+    padding |= p.padding.kind != PaddingSpec::Kind::none;
+    dropout |= p.dropout.probability > 0;
+    no_dropout |= p.dropout.probability == 0;
+    fwd |= p.direction == Direction::fwd;
+    bwd |= p.direction == Direction::bwd;
+    fwd_bwd |= p.direction == Direction::fwd_bwd;
+    fp16 |= p.dtype == InputDType::fp16;
+    bf16 |= p.dtype == InputDType::bf16;
+    unequal |= p.seqlen_q != p.seqlen_k;
+    odd |= p.seqlen_q % 2 == 1 || p.seqlen_k % 2 == 1;
+  }
+  EXPECT_TRUE(causal_tl && causal_br && window && padding && dropout && no_dropout);
+  EXPECT_TRUE(fwd && bwd && fwd_bwd && fp16 && bf16 && unequal && odd);
+}
+
+TEST(ScenarioSchema, TheSchemaItselfIsSupportedByTheValidator) {
+  EXPECT_NO_THROW(JsonSchema{scenario_schema()});
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -44,8 +44,7 @@ struct Oracle {
       : p(problem),
         tau(problem.softmax_scale()),
         keep_scale(1.0 / (1.0 - problem.dropout.probability)),
-        rng(make_dropout_rng(problem.dropout.probability, problem.dropout.seed,
-                             problem.dropout.offset, static_cast<std::uint32_t>(problem.heads))) {}
+        rng(dropout_rng(problem)) {}
 
   // Z_ij / (1 - p) of element (b, h, i, j): 0 when dropped, 1 without dropout.
   double dropout_factor(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
@@ -240,7 +239,7 @@ class CpuReference final : public Implementation {
   // One HeadScratch per thread; nothing is kept from forward to backward.
   std::size_t workspace_bytes(const Problem& problem,
                               const ExecutionContext& context) const override {
-    return static_cast<std::size_t>(thread_count(context)) * HeadScratch::doubles(problem, true) *
+    return static_cast<std::size_t>(context.thread_count()) * HeadScratch::doubles(problem, true) *
            sizeof(double);
   }
 
@@ -249,7 +248,7 @@ class CpuReference final : public Implementation {
     const Oracle oracle(p);
     auto* workspace = static_cast<double*>(buffers.workspace.data);
     const std::size_t per_thread = HeadScratch::doubles(p, true);
-#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
     for (std::int64_t task = 0; task < p.batch * p.heads; ++task) {
       const std::int64_t b = task / p.heads;
       const std::int64_t h = task % p.heads;
@@ -273,7 +272,7 @@ class CpuReference final : public Implementation {
     const Oracle oracle(p);
     auto* workspace = static_cast<double*>(buffers.workspace.data);
     const std::size_t per_thread = HeadScratch::doubles(p, true);
-#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
     for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
       const std::int64_t b = task / p.kv_heads;
       const std::int64_t hkv = task % p.kv_heads;
@@ -287,11 +286,8 @@ class CpuReference final : public Implementation {
 
   nlohmann::ordered_json configuration(const Problem&,
                                        const ExecutionContext& context) const override {
-    return {{"threads", thread_count(context)}};
+    return {{"threads", context.thread_count()}};
   }
-
- private:
-  static int thread_count(const ExecutionContext& context) { return std::max(1, context.threads); }
 };
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CpuReference>(); }};

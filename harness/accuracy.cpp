@@ -166,7 +166,11 @@ class ErrorAccumulator {
  public:
   void add(double value, double reference) {
     ++error_.checked;
-    error_.oracle_max_abs = std::max(error_.oracle_max_abs, std::abs(reference));
+    // Over finite oracle values only: a -inf LSE (a row with no visible key)
+    // reaches here when the output is NaN, and must not make the bound infinite.
+    if (std::isfinite(reference)) {
+      error_.oracle_max_abs = std::max(error_.oracle_max_abs, std::abs(reference));
+    }
     if (std::isnan(value)) {
       ++error_.nan;
       return;

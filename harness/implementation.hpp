@@ -45,8 +45,9 @@ struct AttentionBuffers {
 };
 
 struct ExecutionContext {
-  int threads = 1;          // host threads an implementation may use
+  int threads = 1;                    // host threads an implementation may use
   TrafficCounter* traffic = nullptr;  // set by the harness, one slot per thread
+  int thread_count() const { return threads < 1 ? 1 : threads; }
 };
 
 class Implementation {

@@ -37,6 +37,11 @@ double Problem::softmax_scale() const {
   return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
+DropoutRng dropout_rng(const Problem& problem) {
+  return make_dropout_rng(problem.dropout.probability, problem.dropout.seed, problem.dropout.offset,
+                          static_cast<std::uint32_t>(problem.heads));
+}
+
 void resolve_lengths(Problem& problem) {
   if (problem.batch < 1) return;  // check_problem reports it
   const auto batch = static_cast<std::size_t>(problem.batch);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 #include "dtype.hpp"
 
@@ -86,6 +87,9 @@ struct Problem {
   std::int64_t length_q(std::int64_t b) const { return lengths_q[static_cast<std::size_t>(b)]; }
   std::int64_t length_k(std::int64_t b) const { return lengths_k[static_cast<std::size_t>(b)]; }
 };
+
+// The dropout RNG contract (DESIGN §2) instantiated for this problem.
+DropoutRng dropout_rng(const Problem& problem);
 
 // Fills lengths_q / lengths_k from the padding spec (full lengths without padding).
 void resolve_lengths(Problem& problem);

@@ -155,6 +155,18 @@ HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
   return host;
 }
 
+HostOutputs copy_outputs(Backend& backend, const AttentionBuffers& buffers, bool backward) {
+  HostOutputs host;
+  host.out = copy_to_host(backend, buffers.out);
+  host.lse = copy_to_host(backend, buffers.lse);
+  if (backward) {
+    host.d_q = copy_to_host(backend, buffers.d_q);
+    host.d_k = copy_to_host(backend, buffers.d_k);
+    host.d_v = copy_to_host(backend, buffers.d_v);
+  }
+  return host;
+}
+
 std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, std::int64_t heads) {
   if (p.layout == Layout::bshd) return {p.batch, seqlen, heads, p.head_dim};
   return {p.batch, heads, seqlen, p.head_dim};
@@ -349,38 +361,24 @@ class ScenarioRunner {
     }
 
     std::optional<AccuracyResult> accuracy;
-    if (scenario.accuracy.check && !implementation.is_oracle()) {
-      HostOutputs host;
-      host.out = copy_to_host(*backend, buffers.out);
-      host.lse = copy_to_host(*backend, buffers.lse);
-      if (backward) {
-        host.d_q = copy_to_host(*backend, buffers.d_q);
-        host.d_k = copy_to_host(*backend, buffers.d_k);
-        host.d_v = copy_to_host(*backend, buffers.d_v);
-      }
-      if (!oracle_) {
-        oracle_ = compute_oracle(p, inputs_->buffers(), plan_sample(p, scenario.accuracy), threads_);
-      }
-      accuracy = check_outputs(p, host.buffers(), *oracle_, scenario.accuracy);
-      accuracy->baseline = std::string(implementation.accuracy_baseline());
+    const bool check = scenario.accuracy.check && !implementation.is_oracle();
+    if (check || dumper_.enabled()) {
+      const HostOutputs host = copy_outputs(*backend, buffers, backward);
       dump_outputs(scenario, p, case_index, case_key, implementation, host);
-    } else {
+      if (check) {
+        if (!oracle_) {
+          oracle_ = compute_oracle(p, inputs_->buffers(), plan_sample(p, scenario.accuracy), threads_);
+        }
+        accuracy = check_outputs(p, host.buffers(), *oracle_, scenario.accuracy);
+        accuracy->baseline = std::string(implementation.accuracy_baseline());
+      }
+    }
+    if (!check) {
       AccuracyResult result;
       result.status = implementation.is_oracle() ? "oracle" : "not_checked";
       result.reason = implementation.is_oracle() ? "this implementation is the oracle" : "accuracy.check is false";
       record["accuracy"] = result.to_json();
       record["accuracy"]["sample"] = nullptr;
-      if (dumper_.enabled()) {
-        HostOutputs host;
-        host.out = copy_to_host(*backend, buffers.out);
-        host.lse = copy_to_host(*backend, buffers.lse);
-        if (backward) {
-          host.d_q = copy_to_host(*backend, buffers.d_q);
-          host.d_k = copy_to_host(*backend, buffers.d_k);
-          host.d_v = copy_to_host(*backend, buffers.d_v);
-        }
-        dump_outputs(scenario, p, case_index, case_key, implementation, host);
-      }
     }
 
     // Timing: every sample is one call in the case's direction; the backward of
@@ -482,28 +480,54 @@ std::string default_output_path(const std::vector<Scenario>& scenarios) {
   return "results/" + scenarios.front().name + "-" + stamp + ".json";
 }
 
+// The worst tensor error of a record, relative to the oracle's magnitude: "dK 4.5e-07".
+std::string worst_error(const Json& accuracy) {
+  if (accuracy.is_null() || accuracy["tensors"].empty()) return "-";
+  std::string worst = "-";
+  double largest = -1;
+  for (const auto& [tensor, error] : accuracy["tensors"].items()) {
+    const double relative =
+        error["max_abs_error"].get<double>() / std::max(1.0, error["oracle_max_abs"].get<double>());
+    const bool broken = error["nan"].get<std::size_t>() || error["inf"].get<std::size_t>() ||
+                        error["infinity_mismatch"].get<std::size_t>();
+    if (broken) return tensor + " NaN/Inf";
+    if (relative > largest) {
+      largest = relative;
+      worst = tensor + " " + format_scientific(relative, 1);
+    }
+  }
+  return worst;
+}
+
 void print_summary(const ResultsDocument& results) {
-  std::printf("\n%-5s %-44s %-14s %-8s %11s %9s %10s %9s\n", "case", "problem", "implementation", "status",
-              "median", "TFLOP/s", "peak mem", "O error");
+  std::string current_case;
   for (const auto& record : results.json()["records"]) {
+    const std::string case_label = record["scenario"].get<std::string>() + "#" +
+                                   std::to_string(record["case_index"].get<std::size_t>());
+    if (case_label != current_case) {
+      current_case = case_label;
+      std::printf("\n%s  %s\n", case_label.c_str(), short_case_label(record["problem"]).c_str());
+      std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", "implementation", "status", "median", "+-CI/2",
+                  "TFLOP/s", "peak mem", "worst error (rel.)");
+    }
     const Json& timing = record["timing"];
-    const Json& accuracy = record["accuracy"];
-    std::string median = "-", tflops = "-", peak = "-", error = "-";
+    std::string median = "-", spread = "-", tflops = "-", peak = "-";
     if (!timing.is_null()) {
-      median = format_seconds(timing["statistics"]["p50"].get<double>());
+      const Json& statistics = timing["statistics"];
+      const double p50 = statistics["p50"].get<double>();
+      median = format_seconds(p50);
+      if (p50 > 0) {
+        const double half_width =
+            (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
+        spread = format_fixed(100 * half_width, 1) + "%";
+      }
       tflops = format_fixed(timing["tflops"].get<double>(), 4);
     }
     if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
-    if (!accuracy.is_null() && accuracy["tensors"].contains("O")) {
-      error = format_scientific(accuracy["tensors"]["O"]["max_abs_error"].get<double>(), 1);
-    }
-    const std::string label = record["scenario"].get<std::string>() + "#" +
-                              std::to_string(record["case_index"].get<std::size_t>());
-    const std::string problem = short_case_label(record["problem"]);
-    std::printf("%-5s %-44s %-14s %-8s %11s %9s %10s %9s\n", label.c_str(), problem.c_str(),
-                record["implementation"].get<std::string>().c_str(), record["status"].get<std::string>().c_str(),
-                median.c_str(), tflops.c_str(), peak.c_str(), error.c_str());
-    if (record["status"] != "ok") std::printf("      %s\n", record["reason"].get<std::string>().c_str());
+    std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", record["implementation"].get<std::string>().c_str(),
+                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), tflops.c_str(),
+                peak.c_str(), worst_error(record["accuracy"]).c_str());
+    if (record["status"] != "ok") std::printf("    %s\n", record["reason"].get<std::string>().c_str());
   }
 }
 

@@ -357,16 +357,16 @@ class CpuFlash final : public Implementation {
   std::size_t workspace_bytes(const Problem& problem,
                               const ExecutionContext& context) const override {
     return 2 * FlashWorkspace::state_bytes(problem) +
-           static_cast<std::size_t>(thread_count(context)) *
+           static_cast<std::size_t>(context.thread_count()) *
                FlashWorkspace::tile_bytes_for(problem);
   }
 
   void forward(const Problem& p, const AttentionBuffers& buffers,
                ExecutionContext& context) override {
     const FlashWorkspace workspace = FlashWorkspace::of(p, buffers.workspace);
-    const DropoutRng rng = problem_rng(p);
+    const DropoutRng rng = dropout_rng(p);
     const auto tau = static_cast<float>(p.softmax_scale());
-#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
     for (std::int64_t task = 0; task < p.batch * p.heads; ++task) {
       const std::int64_t b = task / p.heads;
       const std::int64_t h = task % p.heads;
@@ -382,9 +382,9 @@ class CpuFlash final : public Implementation {
   void backward(const Problem& p, const AttentionBuffers& buffers,
                 ExecutionContext& context) override {
     const FlashWorkspace workspace = FlashWorkspace::of(p, buffers.workspace);
-    const DropoutRng rng = problem_rng(p);
+    const DropoutRng rng = dropout_rng(p);
     const auto tau = static_cast<float>(p.softmax_scale());
-#pragma omp parallel for num_threads(thread_count(context)) schedule(dynamic)
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
     for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
       const std::int64_t b = task / p.kv_heads;
       const std::int64_t hkv = task % p.kv_heads;
@@ -397,16 +397,7 @@ class CpuFlash final : public Implementation {
 
   nlohmann::ordered_json configuration(const Problem& p,
                                        const ExecutionContext& context) const override {
-    return {{"block_q", configured_block(p.tile.block_q)},
-            {"block_k", configured_block(p.tile.block_k)},
-            {"threads", thread_count(context)}};
-  }
-
- private:
-  static int thread_count(const ExecutionContext& context) { return std::max(1, context.threads); }
-  static DropoutRng problem_rng(const Problem& p) {
-    return make_dropout_rng(p.dropout.probability, p.dropout.seed, p.dropout.offset,
-                            static_cast<std::uint32_t>(p.heads));
+    return tile_configuration(p, context);
   }
 };
 

@@ -16,6 +16,7 @@
 
 #include "../harness/dtype.hpp"
 #include "../harness/host_tensor.hpp"
+#include "../harness/implementation.hpp"
 #include "../harness/problem.hpp"
 #include "../harness/traffic.hpp"
 #include "common/dropout.hpp"
@@ -33,6 +34,13 @@ struct TileShape {
 };
 
 inline std::int64_t configured_block(std::int64_t hint) { return hint > 0 ? hint : kDefaultBlock; }
+
+// What the results file records about a tiled run.
+inline nlohmann::ordered_json tile_configuration(const Problem& p, const ExecutionContext& context) {
+  return {{"block_q", configured_block(p.tile.block_q)},
+          {"block_k", configured_block(p.tile.block_k)},
+          {"threads", context.thread_count()}};
+}
 
 inline TileShape tile_shape(const Problem& p) {
   return TileShape{std::min(configured_block(p.tile.block_q), p.seqlen_q),

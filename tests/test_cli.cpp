@@ -169,6 +169,25 @@ TEST_F(Cli, MalformedScenarioExitsTwoNamingEveryProblemAndWritesNothing) {
   EXPECT_NE(validate.output.find("hed_dim"), std::string::npos);
 }
 
+TEST_F(Cli, ACaseTooLargeForTheMachineIsSkippedWithTheNumbers) {
+  // Possible in principle (Q has 2^41 elements), impossible on this machine.
+  const fs::path scenario = write("huge.json", R"({"name": "huge", "description": "does not fit",
+    "defaults": {"batch": 4096, "heads": 64, "seqlen": 65536, "head_dim": 128}})");
+  const CommandResult run = run_attnbench("run " + scenario.string() + " -o " + path("huge_results.json").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json results = read_json(path("huge_results.json"));
+  expect_schema_valid(results);
+  ASSERT_EQ(results["records"].size(), 3u);
+  for (const Json& record : results["records"]) {
+    EXPECT_EQ(record["status"], "skipped");
+    const std::string reason = record["reason"];
+    EXPECT_NE(reason.find("needs "), std::string::npos) << reason;
+    EXPECT_NE(reason.find(" TiB"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("available"), std::string::npos) << reason;
+    EXPECT_TRUE(record["timing"].is_null());
+  }
+}
+
 TEST_F(Cli, BadRequestsExitTwo) {
   const fs::path tiny = write("tiny.json", kTinyScenario);
   EXPECT_EQ(run_attnbench("run /nonexistent.json -o " + path("x.json").string()).exit_code, 2);

@@ -166,11 +166,11 @@ class ErrorAccumulator {
  public:
   void add(double value, double reference) {
     ++error_.checked;
-    // Over finite oracle values only: a -inf LSE (a row with no visible key)
-    // reaches here when the output is NaN, and must not make the bound infinite.
-    if (std::isfinite(reference)) {
-      error_.oracle_max_abs = std::max(error_.oracle_max_abs, std::abs(reference));
+    if (!std::isfinite(reference)) {
+      ++error_.oracle_nonfinite;
+      return;
     }
+    error_.oracle_max_abs = std::max(error_.oracle_max_abs, std::abs(reference));
     if (std::isnan(value)) {
       ++error_.nan;
       return;
@@ -201,6 +201,11 @@ class ErrorAccumulator {
       ++error_.infinity_mismatch;
       return;
     }
+    if (reference_empty) {  // and the value is NaN: a row never written
+      ++error_.checked;
+      ++error_.nan;
+      return;
+    }
     add(value, reference);
   }
 
@@ -222,7 +227,7 @@ class ErrorAccumulator {
 };
 
 bool tensor_is_clean(const TensorError& error) {
-  return error.nan == 0 && error.inf == 0 && error.infinity_mismatch == 0;
+  return error.nan == 0 && error.inf == 0 && error.infinity_mismatch == 0 && error.oracle_nonfinite == 0;
 }
 
 TensorVerdict judge(std::string name, const TensorError& error, ElementType type,
@@ -239,7 +244,8 @@ std::string describe_failure(const TensorVerdict& verdict, const std::string& ba
   std::ostringstream out;
   out << verdict.tensor << ": ";
   const TensorError& e = verdict.error;
-  if (e.nan) out << e.nan << " NaN of " << e.checked << " checked";
+  if (e.oracle_nonfinite) out << e.oracle_nonfinite << " oracle values overflow (the problem is beyond fp64)";
+  else if (e.nan) out << e.nan << " NaN of " << e.checked << " checked";
   else if (e.inf) out << e.inf << " infinite of " << e.checked << " checked";
   else if (e.infinity_mismatch) out << e.infinity_mismatch << " rows disagree on having a visible key";
   else if (verdict.rule_limit && e.max_abs_error > *verdict.rule_limit)
@@ -328,7 +334,9 @@ void apply_baseline_rule(AccuracyResult& fused, const AccuracyResult& baseline,
                                     [&](const TensorVerdict& b) { return b.tensor == verdict.tensor; });
     if (match == baseline.tensors.end() || !tensor_is_clean(match->error)) continue;
     const ElementType type = verdict.tensor == "LSE" ? ElementType::f32 : fused_output_type;
-    const double floor = settings.floor_factor * unit_roundoff(type) * verdict.error.oracle_max_abs;
+    const double roundoff =
+        std::max(unit_roundoff(type), AccuracySettings::kAccumulationRoundoffs * unit_roundoff(ElementType::f32));
+    const double floor = settings.floor_factor * roundoff * verdict.error.oracle_max_abs;
     verdict.rule_limit = 2.0 * match->error.max_abs_error + floor;
     verdict.passed = verdict.passed && verdict.error.max_abs_error <= *verdict.rule_limit;
   }
@@ -352,6 +360,7 @@ nlohmann::ordered_json AccuracyResult::to_json() const {
                                  {"nan", e.nan},
                                  {"inf", e.inf},
                                  {"infinity_mismatch", e.infinity_mismatch},
+                                 {"oracle_nonfinite", e.oracle_nonfinite},
                                  {"bound", verdict.bound}};
     entry["rule_limit"] = verdict.rule_limit ? nlohmann::ordered_json(*verdict.rule_limit)
                                              : nlohmann::ordered_json(nullptr);

@@ -22,9 +22,12 @@ struct AccuracySettings {
   // Work budget of the oracle per case, in multiply-adds.
   double max_oracle_macs = 4e9;
   std::uint64_t seed = 0;  // picks the sampled heads and rows
-  // Floor of the baseline rule: floor_factor x unit roundoff of the output type x
-  // max |oracle| of the tensor (the representational error at that magnitude).
+  // Floor of the baseline rule: floor_factor x u x max |oracle| of the tensor,
+  // with u the unit roundoff of the output type, but at least
+  // kAccumulationRoundoffs fp32 unit roundoffs (the representational error at
+  // that magnitude, or fp32 accumulation's where outputs are fp32).
   double floor_factor = 2.0;
+  static constexpr double kAccumulationRoundoffs = 16.0;
   // Largest max-abs error allowed per output storage type, in units of
   // max(1, max |oracle|) of the tensor.
   std::map<ElementType, double> bound = {{ElementType::f64, 1e-12},
@@ -74,6 +77,9 @@ struct TensorError {
   std::size_t inf = 0;
   // Rows where exactly one of the two LSE values is -inf (LSE only).
   std::size_t infinity_mismatch = 0;
+  // Oracle values that are NaN or infinite (other than an LSE of -inf): the
+  // problem itself overflows, so nothing can be judged against it.
+  std::size_t oracle_nonfinite = 0;
 };
 
 struct TensorVerdict {

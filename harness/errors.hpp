@@ -18,11 +18,11 @@ enum ExitCode : int {
 
 // One problem found in an input file: which file, which key, what is wrong.
 struct Diagnostic {
-  std::string file;
+  std::string file;  // empty for a problem with the command line itself
   std::string path;  // key path inside the file ("defaults.head_dim", "cases[2]"); empty for the file
   std::string message;
   std::string format() const {
-    return file + ": " + (path.empty() ? "" : path + ": ") + message;
+    return (file.empty() ? "" : file + ": ") + (path.empty() ? "" : path + ": ") + message;
   }
 };
 
@@ -32,7 +32,7 @@ class InputError : public std::runtime_error {
   explicit InputError(std::vector<Diagnostic> diagnostics)
       : std::runtime_error(join(diagnostics)), diagnostics_(std::move(diagnostics)) {}
   explicit InputError(const std::string& message)
-      : InputError(std::vector<Diagnostic>{Diagnostic{"attnbench", "", message}}) {}
+      : InputError(std::vector<Diagnostic>{Diagnostic{"", "", message}}) {}
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
 
  private:

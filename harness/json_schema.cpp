@@ -759,6 +759,9 @@ class Validator {
     if (const Json* max = find(schema, "maxLength"); max != nullptr && length > count_limit(*max)) {
       report(out, at, "must have at most " + count_of(count_limit(*max), "character") + ", got " +
                           std::to_string(length));
+      // Already invalid: the pattern is not searched, since std::regex recurses
+      // once per character and a huge string would exhaust the stack.
+      return;
     }
     if (const Json* pattern = find(schema, "pattern")) {
       const std::string& source = pattern->get_ref<const std::string&>();

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -11,8 +12,14 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// Documents nested deeper than this are refused: nothing we read needs more, and
+// the validators that walk a document recurse once per level.
+constexpr std::size_t kMaxDepth = 64;
+
+struct TooDeep {};
+
 // Follows the parser's events to know the key path of each key and to spot a
-// key given twice in one object.
+// key given twice in one object; stops the parse (TooDeep) past kMaxDepth.
 class DuplicateKeyFinder {
  public:
   explicit DuplicateKeyFinder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
@@ -22,10 +29,12 @@ class DuplicateKeyFinder {
       case Json::parse_event_t::object_start:
         enter_value();
         frames_.push_back(Frame{true, {}, "", 0});
+        if (frames_.size() > kMaxDepth) throw TooDeep{};
         break;
       case Json::parse_event_t::array_start:
         enter_value();
         frames_.push_back(Frame{false, {}, "", 0});
+        if (frames_.size() > kMaxDepth) throw TooDeep{};
         break;
       case Json::parse_event_t::object_end:
       case Json::parse_event_t::array_end:
@@ -82,20 +91,29 @@ Json parse_json_document(const std::string& text, const std::string& file,
   try {
     document = Json::parse(text, DuplicateKeyFinder(duplicates), /*allow_exceptions=*/true,
                            /*ignore_comments=*/true);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // syntax errors and numbers beyond a double
     std::string message = error.what();
     const auto prefix_end = message.find("] ");
     if (prefix_end != std::string::npos) message = message.substr(prefix_end + 2);
     diagnostics.push_back({file, "", "not valid JSON: " + message});
-    return Json(nullptr);
+    return nullptr;
+  } catch (const TooDeep&) {
+    diagnostics.push_back({file, "", "nested more than " + std::to_string(kMaxDepth) + " levels deep"});
+    return nullptr;
   }
   for (const auto& path : duplicates) {
     diagnostics.push_back({file, path, "key given twice (the second would silently win); keep one"});
   }
-  return duplicates.empty() ? document : Json(nullptr);
+  if (!duplicates.empty()) return nullptr;
+  return document;
 }
 
 bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    diagnostics.push_back({path, "", "is a directory, not a file"});
+    return false;
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     diagnostics.push_back({path, "", std::string("cannot read the file: ") + std::strerror(errno)});

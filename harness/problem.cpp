@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -127,6 +128,18 @@ std::vector<ProblemIssue> check_problem(const Problem& p) {
   if (p.input.distribution == Distribution::uniform && !(p.input.a < p.input.b)) {
     issues.push_back({"input.high", "must be greater than input.low"});
   }
+  // Inputs must be representable in the dtype, and their scores in fp32, where
+  // every implementation accumulates.
+  const double largest_input = p.input.distribution == Distribution::normal
+                                   ? std::abs(p.input.a) + 8.0 * std::abs(p.input.b)
+                                   : std::max(std::abs(p.input.a), std::abs(p.input.b));
+  const double dtype_max = p.dtype == InputDType::fp16 ? 65504.0 : 3.3895313892515355e38;
+  if (largest_input > dtype_max) {
+    issues.push_back({"input", "values reach about " + std::to_string(largest_input) + ", beyond the largest finite " +
+                                   to_string(p.dtype) + " (" + std::to_string(dtype_max) + ")"});
+  } else if (std::abs(p.softmax_scale()) * largest_input * largest_input * static_cast<double>(p.head_dim) > 1e37) {
+    issues.push_back({"input", "scores (scale x |q| x |k| x head_dim) would overflow fp32"});
+  }
   if (p.padding.kind == PaddingSpec::Kind::random &&
       !(0 <= p.padding.shortfall_min && p.padding.shortfall_min <= p.padding.shortfall_max)) {
     issues.push_back({"padding.shortfall", "needs 0 <= min <= max"});
@@ -175,11 +188,19 @@ TensorStrides kv_strides(const Problem& p) {
 }
 
 std::int64_t visible_pairs(const Problem& p) {
+  // Batch elements with the same valid lengths see the same pairs: count each
+  // distinct (Lq, Lk) once, so the cost is O(distinct lengths x Nq), not O(B x Nq).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> per_lengths;
   std::int64_t pairs = 0;
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    const std::int64_t len_q = p.length_q(b);
-    const std::int64_t len_k = p.length_k(b);
-    for (std::int64_t i = 0; i < len_q; ++i) pairs += visible_keys(p.mask, i, len_q, len_k).size();
+    const auto lengths = std::make_pair(p.length_q(b), p.length_k(b));
+    auto [entry, inserted] = per_lengths.emplace(lengths, 0);
+    if (inserted) {
+      for (std::int64_t i = 0; i < lengths.first; ++i) {
+        entry->second += visible_keys(p.mask, i, lengths.first, lengths.second).size();
+      }
+    }
+    pairs += entry->second;
   }
   return pairs * p.heads;
 }

@@ -1,17 +1,18 @@
 #include "results.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "embedded_schemas.hpp"
 #include "host_info.hpp"
+#include "json_schema.hpp"
 #include "json_text.hpp"
 #include "version.hpp"
 
@@ -37,14 +38,25 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
+  const int descriptor = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (descriptor < 0) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
+  // Written and flushed to the disk before the rename, so the file that appears
+  // under `path` is always whole.
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t chunk = write(descriptor, text.data() + written, text.size() - written);
+    if (chunk < 0) break;
+    written += static_cast<std::size_t>(chunk);
   }
-  std::filesystem::rename(temporary, target);
+  const bool ok = written == text.size() && fsync(descriptor) == 0;
+  const int saved_errno = errno;
+  close(descriptor);
+  std::error_code error;
+  if (ok) std::filesystem::rename(temporary, target, error);
+  if (!ok || error) {
+    std::filesystem::remove(temporary);
+    throw std::runtime_error("cannot write " + path + ": " + (ok ? error.message() : std::strerror(saved_errno)));
+  }
 }
 
 ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, int threads) {
@@ -82,6 +94,9 @@ ResultsDocument ResultsDocument::resume(const std::string& path, const std::vect
     throw InputError({Diagnostic{path, "schema", std::string("not an attnbench results file (expected schema \"") +
                                                     kResultsSchemaId + "\")"}});
   }
+  static const JsonSchema schema(results_schema());
+  for (const auto& problem : schema.validate(saved)) diagnostics.push_back({path, problem.path, problem.message});
+  if (!diagnostics.empty()) throw InputError(diagnostics);
   std::set<std::string> expected, found;
   for (const auto& scenario : scenarios) expected.insert(scenario.name);
   for (const auto& scenario : saved["scenarios"]) found.insert(scenario.value("name", ""));

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <thread>
@@ -12,6 +15,7 @@
 #include "errors.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
+#include "json_text.hpp"
 #include "measure.hpp"
 #include "npy.hpp"
 #include "problem_json.hpp"
@@ -21,6 +25,7 @@
 namespace attnbench {
 
 using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
 std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
                                                     const std::string& requested_by) {
@@ -174,7 +179,20 @@ std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, st
 
 class CaseDumper {
  public:
-  explicit CaseDumper(std::string directory) : directory_(std::move(directory)) {}
+  // When resuming, the arrays an earlier run listed stay in the index.
+  CaseDumper(std::string directory, bool resume) : directory_(std::move(directory)) {
+    const fs::path index = fs::path(directory_) / "index.json";
+    if (!enabled() || !resume || !fs::exists(index)) return;
+    std::vector<Diagnostic> diagnostics;
+    std::string text;
+    if (read_text_file(index.string(), text, diagnostics)) {
+      const Json previous = parse_json_document(text, index.string(), diagnostics);
+      if (diagnostics.empty() && previous.contains("arrays") && previous["arrays"].is_array()) {
+        index_ = previous["arrays"];
+      }
+    }
+    if (!diagnostics.empty()) throw InputError(diagnostics);
+  }
   bool enabled() const { return !directory_.empty(); }
 
   void write(const std::string& scenario, std::size_t case_index, const std::string& case_key,
@@ -183,8 +201,8 @@ class CaseDumper {
     if (!enabled() || buffer.elements == 0) return;
     const std::string relative =
         scenario + "/case" + std::to_string(case_index) + "." + implementation + "." + tensor + ".npy";
-    std::filesystem::create_directories(std::filesystem::path(directory_) / scenario);
-    write_npy((std::filesystem::path(directory_) / relative).string(), buffer.data, buffer.type, shape);
+    fs::create_directories(fs::path(directory_) / scenario);
+    write_npy((fs::path(directory_) / relative).string(), buffer.data, buffer.type, shape);
     index_.push_back(Json{{"file", relative},
                           {"scenario", scenario},
                           {"case_index", case_index},
@@ -199,7 +217,7 @@ class CaseDumper {
 
   void write_index() const {
     if (!enabled()) return;
-    write_file_atomically((std::filesystem::path(directory_) / "index.json").string(),
+    write_file_atomically((fs::path(directory_) / "index.json").string(),
                           Json{{"schema", "attnbench.dump/1"},
                                {"note", "bf16 arrays are stored as their raw uint16 bits"},
                                {"arrays", index_}}
@@ -474,6 +492,38 @@ class ScenarioRunner {
   std::optional<OracleSample> oracle_;
 };
 
+// Makes sure a file can be created in `directory` (creating the directory), so
+// an unusable -o or --dump is bad input found before anything is written.
+void require_writable_directory(const fs::path& directory, const std::string& option) {
+  std::error_code error;
+  if (!directory.empty()) fs::create_directories(directory, error);
+  const fs::path probe = (directory.empty() ? fs::path(".") : directory) / (".attnbench-probe-" + std::to_string(getpid()));
+  std::ofstream out(probe);
+  const bool writable = static_cast<bool>(out);
+  out.close();
+  fs::remove(probe, error);
+  if (!writable) {
+    throw InputError(option + ": cannot write into \"" + (directory.empty() ? std::string(".") : directory.string()) +
+                     "\" (" + (error ? error.message() : std::string("permission denied or not a directory")) + ")");
+  }
+}
+
+// The results file to write, checked before the run starts: not a directory,
+// in a writable place, and not an unfinished run that only --resume may touch.
+void check_output_path(const std::string& output, bool resume) {
+  if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
+  require_writable_directory(fs::path(output).parent_path(), "-o");
+  if (resume || !fs::exists(output)) return;
+  std::vector<Diagnostic> diagnostics;
+  std::string text;
+  if (!read_text_file(output, text, diagnostics)) throw InputError(diagnostics);
+  const Json existing = parse_json_document(text, output, diagnostics);
+  if (diagnostics.empty() && existing.is_object() && existing.value("schema", "") == kResultsSchemaId &&
+      !existing.value("complete", true)) {
+    throw InputError("-o " + output + ": holds an unfinished run; continue it with --resume or remove the file");
+  }
+}
+
 std::string default_output_path(const std::vector<Scenario>& scenarios) {
   std::string stamp = utc_timestamp();
   stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
@@ -516,7 +566,7 @@ void print_summary(const ResultsDocument& results) {
       const Json& statistics = timing["statistics"];
       const double p50 = statistics["p50"].get<double>();
       median = format_seconds(p50);
-      if (p50 > 0) {
+      if (p50 > 0 && statistics["median_ci_defined"].get<bool>()) {
         const double half_width =
             (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
         spread = format_fixed(100 * half_width, 1) + "%";
@@ -565,6 +615,9 @@ int run_scenarios(const RunOptions& options) {
   const int threads = options.threads > 0 ? options.threads
                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::string output = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
+  check_output_path(output, options.resume);
+  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
+  CaseDumper dumper(options.dump_dir, options.resume);
   ResultsDocument results = options.resume && std::filesystem::exists(output)
                                 ? ResultsDocument::resume(output, options.command_line, threads, scenarios)
                                 : ResultsDocument(options.command_line, threads);
@@ -585,7 +638,6 @@ int run_scenarios(const RunOptions& options) {
   results.set_scenarios(scenario_json);
   results.checkpoint(output);
 
-  CaseDumper dumper(options.dump_dir);
   ScenarioRunner runner(options, threads, results, dumper);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;

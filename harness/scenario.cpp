@@ -71,10 +71,27 @@ struct SweepAxis {
   const Json* values;
 };
 
+// The part of a scenario a schema error is in: "cases[3]", "measure", … or
+// "defaults" for "defaults.head_dim".
+std::string section_of(const std::string& path) {
+  if (path.rfind("cases[", 0) == 0) return path.substr(0, path.find(']') + 1);
+  return path.substr(0, path.find_first_of(".["));
+}
+
 class ScenarioParser {
  public:
-  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics)
-      : file_(file), diagnostics_(diagnostics) {}
+  // `broken` lists sections with schema errors: they are skipped, so the
+  // semantic checks of the rest still run and every problem is reported at once.
+  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, std::set<std::string> broken)
+      : file_(file), diagnostics_(diagnostics), broken_(std::move(broken)) {}
+
+  // Whether the sections every case depends on are sound.
+  bool cases_checkable() const {
+    for (const char* section : {"", "name", "description", "defaults", "sweep", "cases"}) {
+      if (broken_.count(section)) return false;
+    }
+    return true;
+  }
 
   Scenario parse(const Json& document) {
     Scenario scenario;
@@ -92,6 +109,7 @@ class ScenarioParser {
       const Json& cases = document["cases"];
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const std::string path = "cases[" + std::to_string(i) + "]";
+        if (broken_.count(path)) continue;
         check_exclusive(cases[i], path);
         bases.emplace_back(&cases[i], path);
       }
@@ -147,7 +165,7 @@ class ScenarioParser {
       }
     }
 
-    if (document.contains("implementations")) {
+    if (document.contains("implementations") && !broken_.count("implementations")) {
       const Json& names = document["implementations"];
       for (std::size_t i = 0; i < names.size(); ++i) {
         const auto name = names[i].get<std::string>();
@@ -158,8 +176,10 @@ class ScenarioParser {
         scenario.implementations.push_back(name);
       }
     }
-    if (document.contains("measure")) scenario.measure = parse_measure(document["measure"]);
-    if (document.contains("accuracy")) scenario.accuracy = parse_accuracy(document["accuracy"]);
+    if (document.contains("measure") && !broken_.count("measure")) scenario.measure = parse_measure(document["measure"]);
+    if (document.contains("accuracy") && !broken_.count("accuracy")) {
+      scenario.accuracy = parse_accuracy(document["accuracy"]);
+    }
     return scenario;
   }
 
@@ -284,8 +304,17 @@ class ScenarioParser {
     if (diagnostics_.size() != errors_before) return false;
 
     resolve_lengths(p);
+    // Lengths given once for both sides ("lengths") are reported under that key.
+    const bool shared_lengths = v.contains("padding") && v["padding"].is_object() && v["padding"].contains("lengths");
+    std::set<std::pair<std::string, std::string>> reported;
     for (const auto& issue : check_problem(p)) {
-      error(merged.path_of(issue.key, label), issue.message + " (in " + label + ")");
+      std::string key = issue.key;
+      for (const char* side : {"padding.lengths_q", "padding.lengths_k"}) {
+        if (shared_lengths && key.rfind(side, 0) == 0) key = "padding.lengths" + key.substr(std::string(side).size());
+      }
+      if (reported.emplace(key, issue.message).second) {
+        error(merged.path_of(key, label), issue.message + " (in " + label + ")");
+      }
     }
     return diagnostics_.size() == errors_before;
   }
@@ -368,6 +397,7 @@ class ScenarioParser {
 
   std::string file_;
   std::vector<Diagnostic>& diagnostics_;
+  std::set<std::string> broken_;
 };
 
 }  // namespace
@@ -384,11 +414,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file,
   if (diagnostics.size() != errors_before) return Scenario{};
 
   static const JsonSchema validator(scenario_schema());
+  std::set<std::string> broken;
   for (const auto& problem : validator.validate(document)) {
     diagnostics.push_back({file, problem.path, problem.message});
+    broken.insert(section_of(problem.path));
   }
+  ScenarioParser parser(file, diagnostics, std::move(broken));
+  if (!parser.cases_checkable()) return Scenario{};
+  Scenario scenario = parser.parse(document);
   if (diagnostics.size() != errors_before) return Scenario{};
-  return ScenarioParser(file, diagnostics).parse(document);
+  return scenario;
 }
 
 std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths) {

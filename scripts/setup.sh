@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
 # Installs what attnbench needs to build and test, and nothing that is already
 # there: a no-op on a machine that has everything. Debian/Ubuntu packages via
-# apt-get (as root, or through sudo), Python packages via pip.
+# apt-get (as root, or through sudo); the Python package jsonschema via apt for
+# Debian's python3, via pip (scripts/requirements.txt) for any other.
 set -euo pipefail
 
 packages=(cmake g++ make git nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev)
+
+if [[ $(id -u) -eq 0 ]]; then
+  sudo_cmd=()
+else
+  sudo_cmd=(sudo)
+fi
+
+apt_updated=0
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if ((!apt_updated)); then
+    "${sudo_cmd[@]}" apt-get update -qq
+    apt_updated=1
+  fi
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
 
 missing=()
 for package in "${packages[@]}"; do
@@ -15,22 +32,25 @@ done
 
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  if [[ $(id -u) -eq 0 ]]; then
-    sudo_cmd=()
-  elif command -v sudo >/dev/null; then
-    sudo_cmd=(sudo)
-  else
+  if [[ ${#sudo_cmd[@]} -gt 0 ]] && ! command -v sudo >/dev/null; then
     echo "setup: missing packages ${missing[*]} and no root access; install them and rerun" >&2
     exit 4
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt_install "${missing[@]}"
 fi
 
-# The results-schema test cross-checks our validator with Python's jsonschema.
+# The schema test cross-checks our validator with Python's jsonschema, in the
+# python3 first on PATH (scripts/build.sh hands the same one to CMake). Debian's
+# own python takes it from apt (pip refuses to touch it); any other from pip.
 python=$(command -v python3 || true)
-if [[ -n "$python" ]] && ! "$python" -c "import jsonschema" 2>/dev/null; then
+if [[ -z "$python" ]]; then
+  echo "setup: installing python3"
+  apt_install python3 python3-jsonschema
+elif ! "$python" -c "import jsonschema" 2>/dev/null; then
   echo "setup: installing the Python package jsonschema"
-  "$python" -m pip install --quiet -r "$(dirname "$0")/requirements.txt"
+  if [[ $(readlink -f "$python") == /usr/bin/* ]]; then
+    apt_install python3-jsonschema
+  else
+    "$python" -m pip install --quiet -r "$(dirname "$0")/requirements.txt"
+  fi
 fi

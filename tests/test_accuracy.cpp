@@ -516,7 +516,8 @@ TEST(BaselineRule, FusedMayErrUpToTwiceTheBaseline) {
   EXPECT_EQ(fused.status, "passed") << fused.reason;
   const TensorVerdict* o = verdict_of(fused, "O");
   ASSERT_TRUE(o->rule_limit.has_value());
-  const double floor = settings.floor_factor * unit_roundoff(ElementType::f32) * o->error.oracle_max_abs;
+  const double floor = settings.floor_factor * AccuracySettings::kAccumulationRoundoffs *
+                       unit_roundoff(ElementType::f32) * o->error.oracle_max_abs;
   EXPECT_DOUBLE_EQ(*o->rule_limit, 2.0 * verdict_of(baseline, "O")->error.max_abs_error + floor);
   for (const auto& verdict : fused.tensors) EXPECT_TRUE(verdict.rule_limit.has_value()) << verdict.tensor;
 
@@ -539,7 +540,7 @@ TEST(BaselineRule, TheFloorCoversAnExactBaseline) {
   for (const auto& verdict : baseline.tensors) ASSERT_EQ(verdict.error.max_abs_error, 0.0) << verdict.tensor;
 
   // The fused result is the oracle rounded to fp32: an error of at most one unit
-  // roundoff of each value, within the floor of 2 unit roundoffs x max |oracle|.
+  // roundoff of each value, within the floor.
   AccuracyResult fused = checked_with_error(c, ElementType::f32, 0.0, settings);
   fused.baseline = "cpu.standard";
   ASSERT_GT(verdict_of(fused, "O")->error.max_abs_error, 0.0);
@@ -562,7 +563,9 @@ TEST(BaselineRule, AnErrorBeyondTheFloorFailsAgainstAnExactBaseline) {
   Case c = make_case(small_gqa_problem(), settings);
   const AccuracyResult baseline = checked_with_error(c, ElementType::f64, 0.0, settings);
   const double o_max = verdict_of(baseline, "O")->error.oracle_max_abs;
-  const double floor = settings.floor_factor * unit_roundoff(ElementType::f32) * o_max;
+  // fp32 outputs: the floor is kAccumulationRoundoffs fp32 unit roundoffs per unit of magnitude.
+  const double floor = settings.floor_factor * AccuracySettings::kAccumulationRoundoffs *
+                       unit_roundoff(ElementType::f32) * o_max;
 
   AccuracyResult inside = checked_with_error(c, ElementType::f64, 0.5 * floor, settings);
   apply_baseline_rule(inside, baseline, ElementType::f32, settings);

@@ -202,6 +202,35 @@ TEST_F(Cli, BadRequestsExitTwo) {
   EXPECT_FALSE(fs::exists(path("x.json")));
 }
 
+TEST_F(Cli, UnusableOutputsAreBadInputFoundBeforeAnythingIsWritten) {
+  const fs::path tiny = write("tiny.json", kTinyScenario);
+  fs::create_directories(path("a_directory"));
+  const CommandResult directory = run_attnbench("run " + tiny.string() + " -o " + path("a_directory").string());
+  EXPECT_EQ(directory.exit_code, 2) << directory.output;
+  EXPECT_NE(directory.output.find("is a directory"), std::string::npos) << directory.output;
+
+  const CommandResult unwritable = run_attnbench("run " + tiny.string() + " -o /proc/attnbench/out.json");
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.output;
+  const CommandResult dump = run_attnbench("run " + tiny.string() + " -o " + path("r.json").string() +
+                                           " --dump /proc/attnbench_dump");
+  EXPECT_EQ(dump.exit_code, 2) << dump.output;
+  EXPECT_FALSE(fs::exists(path("r.json")));
+
+  // An unfinished run is only ever continued, never overwritten.
+  write("unfinished.json", R"({"schema": "attnbench.results/1", "complete": false})");
+  const CommandResult overwrite = run_attnbench("run " + tiny.string() + " -o " + path("unfinished.json").string());
+  EXPECT_EQ(overwrite.exit_code, 2) << overwrite.output;
+  EXPECT_NE(overwrite.output.find("--resume"), std::string::npos) << overwrite.output;
+  // …and --resume refuses it when it is not a whole results file.
+  const CommandResult corrupt =
+      run_attnbench("run " + tiny.string() + " -o " + path("unfinished.json").string() + " --resume");
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.output;
+  EXPECT_NE(corrupt.output.find("missing required key \"records\""), std::string::npos) << corrupt.output;
+  for (const auto& entry : fs::directory_iterator(directory_)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "stray temporary " << entry.path();
+  }
+}
+
 TEST_F(Cli, AnAccuracyFailureFailsTheRunWithExitOne) {
   std::string text = kTinyScenario;
   text.insert(text.rfind('}'), R"(, "accuracy": {"bound": {"fp32": 1e-300}})");
@@ -275,6 +304,12 @@ TEST_F(Cli, DumpWritesNumpyArraysWithAnIndex) {
   }
   EXPECT_EQ(tensors, (std::set<std::string>{"inputs:Q", "inputs:K", "inputs:V", "inputs:dO", "cpu.flash:O",
                                             "cpu.flash:LSE", "cpu.flash:dQ", "cpu.flash:dK", "cpu.flash:dV"}));
+
+  // Resuming the finished run with --dump keeps the index it wrote.
+  const CommandResult resumed = run_attnbench("run " + tiny.string() + " --filter fwd\\\\+bwd --impl cpu.flash -o " +
+                                              path("d.json").string() + " --dump " + dump.string() + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_json(dump / "index.json")["arrays"].size(), index["arrays"].size());
 }
 
 TEST_F(Cli, ListJsonGivesTheExpandedCasesAndWhoRunsThem) {

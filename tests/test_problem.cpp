@@ -58,6 +58,15 @@ TEST(Flops, WindowAndPaddingReduceTheCount) {
   EXPECT_EQ(visible_pairs(padded), 0 + 10 * 20);
 }
 
+TEST(Flops, CountingCostsOneRowLoopPerDistinctLengthsNotPerBatchElement) {
+  // B x Nq = 2^40 rows: a per-row loop over every batch element would not finish.
+  Problem p = make_problem(1 << 20, 1, 1 << 20, 1 << 20, 1);
+  p.mask.causal = true;
+  ASSERT_TRUE(check_problem(p).empty());
+  const std::int64_t n = 1 << 20;
+  EXPECT_EQ(visible_pairs(p), (std::int64_t{1} << 20) * (n * (n + 1) / 2));
+}
+
 TEST(Flops, DirectionsScaleTheForward) {
   Problem p = make_problem(1, 2, 64, 64, 32);
   p.direction = Direction::bwd;

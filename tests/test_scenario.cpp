@@ -209,12 +209,58 @@ TEST(ScenarioErrors, SemanticErrorsPointAtTheKeyThatCausedThem) {
       {"input": {"distribution": "uniform", "mean": 1}}
     ]})");
   EXPECT_TRUE(has_error(errors, "cases[0].kv_heads", "must divide heads")) << dump(errors);
-  EXPECT_TRUE(has_error(errors, "cases[1].padding.lengths_q[1]", "must be in [0, 16]")) << dump(errors);
-  EXPECT_TRUE(has_error(errors, "cases[2].padding.lengths_q", "one length per batch element")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[1].padding.lengths[1]", "must be in [0, 16]")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].padding.lengths", "one length per batch element")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "cases[3].tokens", "not a multiple of seqlen_q")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "cases[4].window", "use null")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "cases[5].padding", "exactly one of")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "cases[6].input.mean", "does not apply")) << dump(errors);
+}
+
+TEST(ScenarioErrors, SchemaErrorsInOneCaseDoNotHideSemanticErrorsInOthers) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 6, "seqlen": 9, "head_dim": 8},
+    "cases": [{"kv_heads": 4}, {"dtype": "fp8"}, {"tokens": 7}],
+    "measure": {"cache": "warm"}, "implementations": ["cpu.nope"]})");
+  EXPECT_TRUE(has_error(errors, "cases[1].dtype", "not allowed")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "measure.cache", "not allowed")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[0].kv_heads", "must divide heads")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].tokens", "not a multiple")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "implementations[0]", "unknown implementation")) << dump(errors);
+  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+}
+
+TEST(ScenarioErrors, ImpossibleOrUnrepresentableValuesAreRefused) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8},
+    "cases": [
+      {"batch": 18446744073709551615},
+      {"seqlen": 1e30},
+      {"window": [0, 9223372036854775807]},
+      {"input": {"mean": 1e5}},
+      {"dtype": "bf16", "input": {"distribution": "uniform", "low": -1e30, "high": 1e30}},
+      {"scale": 1e300}
+    ],
+    "measure": {"warmup_min_iterations": 3000000000}})");
+  EXPECT_TRUE(has_error(errors, "cases[0].batch", "must be <= 1048576")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[1].seqlen", "must be <= 16777216")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].window[1]", "must be <=")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[3].input", "beyond the largest finite fp16")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[4].input", "would overflow fp32")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[5].scale", "must be <=")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "measure.warmup_min_iterations", "must be <=")) << dump(errors);
+}
+
+TEST(ScenarioErrors, DeepNestingLongNamesAndHugeNumbersAreInputErrors) {
+  const auto deep = parse_errors(std::string(10000, '[') + std::string(10000, ']'));
+  ASSERT_EQ(deep.size(), 1u);
+  EXPECT_NE(deep[0].message.find("nested more than"), std::string::npos);
+  const auto huge = parse_errors(R"({"name": "t", "description": "d", "defaults": {"scale": 1e400}})");
+  ASSERT_EQ(huge.size(), 1u);
+  EXPECT_NE(huge[0].message.find("not valid JSON"), std::string::npos) << huge[0].message;
+  const auto long_name = parse_errors(R"({"name": ")" + std::string(100000, 'a') + R"(", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8}})");
+  EXPECT_TRUE(has_error(long_name, "name", "at most 64 characters")) << dump(long_name);
 }
 
 TEST(ScenarioErrors, ConflictsAndDuplicatesAreRefused) {

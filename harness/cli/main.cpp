@@ -176,7 +176,7 @@ int main_with_exit_codes(int argc, char** argv) {
   run_command->add_option("--impl", run_implementations, "Comma-separated implementations (overrides the scenario)");
   run_command->add_option("--filter", run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
   run_command->add_option("--threads", run.threads, "Host threads for CPU implementations (default: all)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   run_command->add_flag("--hot", hot, "Hot cache: back-to-back samples (overrides the scenario)");
   run_command->add_flag("--cold", cold, "Cold cache: flush before every sample (overrides the scenario)");
   run_command->add_option("--dump", run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");

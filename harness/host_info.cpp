@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -23,6 +24,16 @@ std::uint64_t meminfo_bytes(const std::string& key) {
     return kilobytes * 1024;
   }
   return 0;
+}
+
+// The cgroup (v2) memory limit left to this process, when one is set.
+std::uint64_t cgroup_memory_left() {
+  std::ifstream limit_file("/sys/fs/cgroup/memory.max"), usage_file("/sys/fs/cgroup/memory.current");
+  std::string limit;
+  std::uint64_t usage = 0;
+  if (!(limit_file >> limit) || limit == "max" || !(usage_file >> usage)) return UINT64_MAX;
+  const std::uint64_t bytes = std::stoull(limit);
+  return bytes > usage ? bytes - usage : 0;
 }
 
 std::string cpu_model_name() {
@@ -56,7 +67,7 @@ HostInfo read_host_info() {
   info.logical_cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   info.last_level_cache_bytes = last_level_cache_bytes();
   info.memory_total_bytes = meminfo_bytes("MemTotal");
-  info.memory_available_bytes = meminfo_bytes("MemAvailable");
+  info.memory_available_bytes = std::min(meminfo_bytes("MemAvailable"), cgroup_memory_left());
   return info;
 }
 

@@ -13,7 +13,7 @@ struct HostInfo {
   int logical_cpus = 1;
   std::uint64_t last_level_cache_bytes = 0;
   std::uint64_t memory_total_bytes = 0;
-  std::uint64_t memory_available_bytes = 0;
+  std::uint64_t memory_available_bytes = 0;  // MemAvailable, or less under a cgroup limit
 };
 
 HostInfo read_host_info();

@@ -1,0 +1,28 @@
+// The subcommands of the attnbench command line, one file each. A subcommand
+// registers its options on the application and returns the action that runs
+// when it was chosen; main() turns what actions throw into exit codes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace attnbench {
+
+struct Subcommand {
+  CLI::App* app;
+  // Runs the command given the whole command line as typed; returns the exit code.
+  std::function<int(const std::vector<std::string>& command_line)> action;
+};
+
+Subcommand add_run_command(CLI::App& app);
+Subcommand add_list_command(CLI::App& app);
+Subcommand add_validate_command(CLI::App& app);
+Subcommand add_info_command(CLI::App& app);
+
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string& text);
+
+}  // namespace attnbench

@@ -1,0 +1,80 @@
+// `attnbench info`: the tool, the host, the devices and the implementations.
+#include <cstdio>
+#include <memory>
+
+#include "harness/backend.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/errors.hpp"
+#include "harness/host_info.hpp"
+#include "harness/implementation.hpp"
+#include "harness/version.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int command_info(bool as_json) {
+  const HostInfo host = read_host_info();
+  Json info{{"tool", {{"version", tool_version()},
+                      {"git_revision", git_revision()},
+                      {"build_type", build_type()},
+                      {"compiler", compiler_id()},
+                      {"cuda_built", cuda_built()}}},
+            {"host", {{"hostname", host.hostname},
+                      {"os", host.os},
+                      {"cpu_model", host.cpu_model},
+                      {"logical_cpus", host.logical_cpus},
+                      {"memory_bytes", host.memory_total_bytes},
+                      {"memory_available_bytes", host.memory_available_bytes}}},
+            {"devices", Json::array()},
+            {"implementations", Json::array()}};
+  for (const auto& device : BackendRegistry::instance().devices()) {
+    Backend* backend = BackendRegistry::instance().get(device);
+    const Verdict available = backend->availability();
+    Json entry{{"device", device}, {"available", available.ok}};
+    if (available.ok) entry["description"] = backend->describe();
+    else entry["reason"] = available.reason;
+    info["devices"].push_back(entry);
+  }
+  for (Implementation* implementation : ImplementationRegistry::instance().all()) {
+    const Verdict available = implementation->availability();
+    Json entry{{"name", implementation->name()},
+               {"device", implementation->device()},
+               {"summary", implementation->summary()},
+               {"available", available.ok}};
+    if (!available.ok) entry["reason"] = available.reason;
+    info["implementations"].push_back(entry);
+  }
+  if (as_json) {
+    std::printf("%s\n", info.dump(2).c_str());
+    return kExitSuccess;
+  }
+  std::printf("attnbench %s (git %s, %s, %s, CUDA %s)\n", tool_version(), git_revision(), build_type(),
+              compiler_id(), cuda_built() ? "built" : "not built");
+  std::printf("host: %s, %s, %s, %d logical CPUs\n", host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(),
+              host.logical_cpus);
+  std::printf("\ndevices:\n");
+  for (const Json& device : info["devices"]) {
+    std::printf("  %-6s %s\n", device["device"].get<std::string>().c_str(),
+                device["available"].get<bool>() ? device["description"]["name"].get<std::string>().c_str()
+                                                : ("unavailable: " + device["reason"].get<std::string>()).c_str());
+  }
+  std::printf("\nimplementations:\n");
+  for (const Json& entry : info["implementations"]) {
+    std::printf("  %-16s %s%s\n", entry["name"].get<std::string>().c_str(), entry["summary"].get<std::string>().c_str(),
+                entry["available"].get<bool>() ? "" : ("  [unavailable: " + entry["reason"].get<std::string>() + "]").c_str());
+  }
+  return kExitSuccess;
+}
+
+}  // namespace
+
+Subcommand add_info_command(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* command = app.add_subcommand("info", "Devices, versions and implementations on this machine");
+  command->add_flag("--json", *json, "Machine-readable output");
+  return {command, [json](const std::vector<std::string>&) { return command_info(*json); }};
+}
+
+}  // namespace attnbench

@@ -1,0 +1,100 @@
+// `attnbench list SCENARIO…`: the expanded cases and which implementations run
+// them; --json is the machine-readable form other tools read (attnbench.cases/1).
+#include <cstdio>
+#include <memory>
+#include <regex>
+
+#include "harness/cli/commands.hpp"
+#include "harness/errors.hpp"
+#include "harness/problem_json.hpp"
+#include "harness/runner.hpp"
+#include "harness/scenario.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int command_list(const std::vector<std::string>& paths, const std::string& implementations,
+                 const std::string& filter_text, bool as_json) {
+  const std::vector<Scenario> scenarios = load_scenarios(paths);
+  std::regex filter;
+  if (!filter_text.empty()) {
+    try {
+      filter = std::regex(filter_text, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
+    }
+  }
+  Json listing{{"schema", "attnbench.cases/1"}, {"scenarios", Json::array()}};
+  for (const Scenario& scenario : scenarios) {
+    const std::vector<Implementation*> selected =
+        implementations.empty() ? select_implementations(scenario.implementations, scenario.path + ": implementations")
+                                : select_implementations(split_list(implementations), "--impl");
+    Json names = Json::array();
+    for (Implementation* implementation : selected) names.push_back(implementation->name());
+    Json cases = Json::array();
+    for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
+      const ScenarioCase& c = scenario.cases[i];
+      if (!filter_text.empty() && !std::regex_search(scenario.name + "/" + c.key, filter)) continue;
+      Json runs = Json::object();
+      for (Implementation* implementation : selected) {
+        const Verdict verdict = implementation->supports(c.problem);
+        runs[std::string(implementation->name())] =
+            verdict.ok ? Json{{"runs", true}} : Json{{"runs", false}, {"reason", verdict.reason}};
+      }
+      cases.push_back(Json{{"index", i},
+                           {"key", c.key},
+                           {"origin", c.origin},
+                           {"problem", problem_to_json(c.problem)},
+                           {"flops", flops_to_json(c.problem)},
+                           {"implementations", runs}});
+    }
+    listing["scenarios"].push_back(Json{{"path", scenario.path},
+                                        {"name", scenario.name},
+                                        {"description", scenario.description},
+                                        {"implementations", names},
+                                        {"cases", cases}});
+  }
+  if (as_json) {
+    std::printf("%s\n", listing.dump(2).c_str());
+    return kExitSuccess;
+  }
+  for (const Json& scenario : listing["scenarios"]) {
+    std::printf("%s (%s): %zu cases\n", scenario["name"].get<std::string>().c_str(),
+                scenario["path"].get<std::string>().c_str(), scenario["cases"].size());
+    for (const Json& c : scenario["cases"]) {
+      std::printf("  #%-4zu %s   [%s]\n", c["index"].get<std::size_t>(), short_case_label(c["problem"]).c_str(),
+                  c["origin"].get<std::string>().c_str());
+      for (const auto& [name, verdict] : c["implementations"].items()) {
+        if (verdict["runs"].get<bool>()) {
+          std::printf("         %-16s runs\n", name.c_str());
+        } else {
+          std::printf("         %-16s skipped: %s\n", name.c_str(), verdict["reason"].get<std::string>().c_str());
+        }
+      }
+    }
+  }
+  return kExitSuccess;
+}
+
+}  // namespace
+
+Subcommand add_list_command(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> paths;
+    std::string implementations, filter;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* command = app.add_subcommand("list", "List the expanded cases and which implementations run them");
+  command->add_option("scenarios", options->paths, "Scenario files")->required();
+  command->add_option("--impl", options->implementations, "Comma-separated implementations");
+  command->add_option("--filter", options->filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
+  command->add_flag("--json", options->json, "Machine-readable output (schema attnbench.cases/1)");
+  return {command, [options](const std::vector<std::string>&) {
+            return command_list(options->paths, options->implementations, options->filter, options->json);
+          }};
+}
+
+}  // namespace attnbench

@@ -79,12 +79,14 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                              {"memory_bytes", host.memory_total_bytes}}},
                    {"devices", Json::array()},
                    {"threads", threads},
+                   {"shard", nullptr},
                    {"scenarios", Json::array()},
                    {"records", Json::array()}};
 }
 
 ResultsDocument ResultsDocument::resume(const std::string& path, const std::vector<std::string>& command_line,
-                                        int threads, const std::vector<Scenario>& scenarios) {
+                                        int threads, const std::vector<Scenario>& scenarios,
+                                        const std::optional<Shard>& shard) {
   std::vector<Diagnostic> diagnostics;
   std::string text;
   if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
@@ -105,6 +107,12 @@ ResultsDocument ResultsDocument::resume(const std::string& path, const std::vect
                                  "was made from other scenarios; --resume continues a run of the same scenario files"}});
   }
 
+  const Json shard_json = shard ? Json{{"index", shard->index}, {"count", shard->count}} : Json(nullptr);
+  if (saved["shard"] != shard_json) {
+    throw InputError({Diagnostic{path, "shard", "was made for shard " + saved["shard"].dump() +
+                                                    "; --resume continues it with the same --shard"}});
+  }
+
   ResultsDocument document(command_line, threads);
   document.document_["started_at"] = saved["started_at"];
   for (const auto& device : saved["devices"]) document.add_device(device);
@@ -113,6 +121,10 @@ ResultsDocument ResultsDocument::resume(const std::string& path, const std::vect
 }
 
 void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenarios"] = scenarios; }
+
+void ResultsDocument::set_shard(const std::optional<Shard>& shard) {
+  document_["shard"] = shard ? Json{{"index", shard->index}, {"count", shard->count}} : Json(nullptr);
+}
 
 void ResultsDocument::add_device(const Json& device) {
   for (const auto& existing : document_["devices"]) {

@@ -4,6 +4,7 @@
 // continue the run.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scenario.hpp"
+#include "shard.hpp"
 
 namespace attnbench {
 
@@ -34,9 +36,11 @@ class ResultsDocument {
   // Throws InputError when the file is not a results file of this tool or was made
   // from other scenarios.
   static ResultsDocument resume(const std::string& path, const std::vector<std::string>& command_line,
-                                int threads, const std::vector<Scenario>& scenarios);
+                                int threads, const std::vector<Scenario>& scenarios,
+                                const std::optional<Shard>& shard);
 
   void set_scenarios(const nlohmann::ordered_json& scenarios);
+  void set_shard(const std::optional<Shard>& shard);
   void add_device(const nlohmann::ordered_json& device);
   void add_record(nlohmann::ordered_json record);
   bool has_record(const std::string& scenario, const std::string& case_key,

@@ -1,9 +1,9 @@
 #include "runner.hpp"
 
-#include <algorithm>
-#include <cstdio>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,6 +21,7 @@
 #include "problem_json.hpp"
 #include "progress.hpp"
 #include "results.hpp"
+#include "session.hpp"
 
 namespace attnbench {
 
@@ -119,59 +120,6 @@ struct PlannedScenario {
   std::vector<std::size_t> cases;  // indices into scenario->cases that pass --filter
 };
 
-// Sizes of everything the harness allocates for one (case, implementation).
-struct MemoryPlan {
-  std::size_t inputs = 0, outputs = 0, workspace = 0;
-  std::size_t total() const { return inputs + outputs + workspace; }
-};
-
-MemoryPlan plan_memory(const Problem& p, Implementation& implementation, const ExecutionContext& context) {
-  const bool backward = has_backward(p.direction);
-  const ElementType in = element_type(p.dtype);
-  const ElementType out = implementation.output_type(p);
-  const auto bytes = [](ElementType type, std::int64_t elements) {
-    return DeviceArena::aligned(static_cast<std::size_t>(elements) * element_size(type));
-  };
-  MemoryPlan plan;
-  plan.inputs = bytes(in, q_elements(p)) + 2 * bytes(in, kv_elements(p)) + (backward ? bytes(in, q_elements(p)) : 0);
-  plan.outputs = bytes(out, q_elements(p)) + bytes(ElementType::f32, lse_elements(p)) +
-                 (backward ? bytes(out, q_elements(p)) + 2 * bytes(out, kv_elements(p)) : 0);
-  plan.workspace = DeviceArena::aligned(implementation.workspace_bytes(p, context));
-  return plan;
-}
-
-// Host copies of an implementation's outputs, for the accuracy check and --dump.
-struct HostOutputs {
-  HostTensor out, lse, d_q, d_k, d_v;
-  AttentionBuffers buffers() const {
-    AttentionBuffers b;
-    b.out = out.buffer;
-    b.lse = lse.buffer;
-    b.d_q = d_q.buffer;
-    b.d_k = d_k.buffer;
-    b.d_v = d_v.buffer;
-    return b;
-  }
-};
-
-HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
-  HostTensor host(device.type, device.elements);
-  backend.copy_to_host(host.buffer.data, device.data, device.bytes());
-  return host;
-}
-
-HostOutputs copy_outputs(Backend& backend, const AttentionBuffers& buffers, bool backward) {
-  HostOutputs host;
-  host.out = copy_to_host(backend, buffers.out);
-  host.lse = copy_to_host(backend, buffers.lse);
-  if (backward) {
-    host.d_q = copy_to_host(backend, buffers.d_q);
-    host.d_k = copy_to_host(backend, buffers.d_k);
-    host.d_v = copy_to_host(backend, buffers.d_v);
-  }
-  return host;
-}
-
 std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, std::int64_t heads) {
   if (p.layout == Layout::bshd) return {p.batch, seqlen, heads, p.head_dim};
   return {p.batch, heads, seqlen, p.head_dim};
@@ -232,16 +180,15 @@ class CaseDumper {
 
 class ScenarioRunner {
  public:
-  ScenarioRunner(const RunOptions& options, int threads, ResultsDocument& results, CaseDumper& dumper)
-      : options_(options), threads_(threads), results_(results), dumper_(dumper) {}
+  ScenarioRunner(int threads, ResultsDocument& results, CaseDumper& dumper)
+      : threads_(threads), results_(results), dumper_(dumper) {}
 
   // Runs every implementation on one case; returns its records.
   std::vector<Json> run_case(const PlannedScenario& planned, std::size_t case_index, Progress& progress) {
     const Scenario& scenario = *planned.scenario;
     const ScenarioCase& scenario_case = scenario.cases[case_index];
-    const Problem& problem = scenario_case.problem;
-    inputs_.reset();
-    oracle_.reset();
+    CaseData data(scenario_case.problem, scenario.accuracy, threads_);
+    bool inputs_dumped = false;
 
     std::vector<Json> records;
     std::vector<std::pair<Implementation*, AccuracyResult>> accuracy;
@@ -251,7 +198,18 @@ class ScenarioRunner {
       Json record = base_record(scenario, case_index, *implementation);
       std::optional<AccuracyResult> checked;
       try {
-        checked = run_implementation(planned, problem, *implementation, record, case_index, scenario_case.key);
+        std::string skip_reason;
+        std::unique_ptr<ImplementationSession> session =
+            ImplementationSession::open(*implementation, data, threads_, skip_reason);
+        if (!session) {
+          record["status"] = "skipped";
+          record["reason"] = skip_reason;
+        } else {
+          results_.add_device(session->backend().describe());
+          if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
+          inputs_dumped = true;
+          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
+        }
       } catch (const std::exception& error) {
         record["status"] = "failed";
         record["reason"] = std::string("error: ") + error.what();
@@ -259,7 +217,7 @@ class ScenarioRunner {
       if (checked) accuracy.emplace_back(implementation, std::move(*checked));
       records.push_back(std::move(record));
     }
-    settle_accuracy(scenario, problem, accuracy, records);
+    settle_accuracy(scenario, scenario_case.problem, accuracy, records);
     return records;
   }
 
@@ -287,109 +245,25 @@ class ScenarioRunner {
                 {"accuracy", nullptr}};
   }
 
-  static void skip(Json& record, const std::string& reason) {
-    record["status"] = "skipped";
-    record["reason"] = reason;
-  }
-
-  // Returns the accuracy result when the outputs were checked against the oracle.
-  std::optional<AccuracyResult> run_implementation(const PlannedScenario& planned, const Problem& p,
-                                                   Implementation& implementation, Json& record,
-                                                   std::size_t case_index, const std::string& case_key) {
+  // Checks and times one implementation into `record`; returns the accuracy
+  // result when the outputs were checked against the oracle.
+  std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
+                                                       Json& record, std::size_t case_index,
+                                                       const std::string& case_key) {
     const Scenario& scenario = *planned.scenario;
-    const Verdict available = implementation.availability();
-    if (!available.ok) {
-      skip(record, "unavailable: " + available.reason);
-      return std::nullopt;
-    }
-    const Verdict supported = implementation.supports(p);
-    if (!supported.ok) {
-      skip(record, supported.reason);
-      return std::nullopt;
-    }
-    Backend* backend = BackendRegistry::instance().get(implementation.device());
-    if (!backend) {
-      skip(record, "no backend for device \"" + std::string(implementation.device()) + "\" in this build");
-      return std::nullopt;
-    }
-    results_.add_device(backend->describe());
+    const Implementation& implementation = session.implementation();
+    const Problem& p = scenario.cases[case_index].problem;
+    record["configuration"] = session.configuration();
 
-    TrafficCounter traffic(threads_);
-    ExecutionContext context{threads_, &traffic};
-    record["configuration"] = implementation.configuration(p, context);
-
-    // Pre-flight: the arena, plus host copies of the outputs (on the same memory
-    // when the device is the host).
-    const MemoryPlan memory = plan_memory(p, implementation, context);
-    const std::uint64_t need = memory.total() + (backend->device() == "cpu" ? memory.outputs : 0);
-    const std::uint64_t available_bytes = backend->available_memory();
-    if (need > available_bytes) {
-      skip(record, "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
-                       format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
-                       format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
-                       format_bytes(static_cast<double>(memory.workspace)) + "); " +
-                       format_bytes(static_cast<double>(available_bytes)) + " available");
-      return std::nullopt;
+    if (const std::optional<ByteCount> counted = session.checked_call()) {
+      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
     }
-    if (!inputs_) {
-      const std::uint64_t input_need = host_input_bytes(p);
-      if (input_need > BackendRegistry::instance().get("cpu")->available_memory()) {
-        skip(record, "the host inputs alone need " + format_bytes(static_cast<double>(input_need)));
-        return std::nullopt;
-      }
-      inputs_ = generate_inputs(p);
-      dump_inputs(scenario, p, case_index, case_key);
-    }
-
-    const bool backward = has_backward(p.direction);
-    const ElementType in = element_type(p.dtype);
-    const ElementType out = implementation.output_type(p);
-    DeviceArena arena(*backend, memory.total());
-    AttentionBuffers buffers;
-    buffers.q = arena.take(in, static_cast<std::size_t>(q_elements(p)));
-    buffers.k = arena.take(in, static_cast<std::size_t>(kv_elements(p)));
-    buffers.v = arena.take(in, static_cast<std::size_t>(kv_elements(p)));
-    if (backward) buffers.d_out = arena.take(in, static_cast<std::size_t>(q_elements(p)));
-    buffers.out = arena.take(out, static_cast<std::size_t>(q_elements(p)));
-    buffers.lse = arena.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)));
-    if (backward) {
-      buffers.d_q = arena.take(out, static_cast<std::size_t>(q_elements(p)));
-      buffers.d_k = arena.take(out, static_cast<std::size_t>(kv_elements(p)));
-      buffers.d_v = arena.take(out, static_cast<std::size_t>(kv_elements(p)));
-    }
-    buffers.workspace = arena.take(ElementType::f32, memory.workspace / sizeof(float));
-
-    backend->copy_to_device(buffers.q.data, inputs_->q.buffer.data, buffers.q.bytes());
-    backend->copy_to_device(buffers.k.data, inputs_->k.buffer.data, buffers.k.bytes());
-    backend->copy_to_device(buffers.v.data, inputs_->v.buffer.data, buffers.v.bytes());
-    if (backward) backend->copy_to_device(buffers.d_out.data, inputs_->d_out.buffer.data, buffers.d_out.bytes());
-    for (const TensorBuffer* poisoned : {&buffers.out, &buffers.lse, &buffers.d_q, &buffers.d_k, &buffers.d_v,
-                                         &buffers.workspace}) {
-      if (poisoned->elements) backend->fill_with_nan(*poisoned);
-    }
-
-    // The checked run: one call in the case's direction, counting traffic.
-    implementation.forward(p, buffers, context);
-    if (p.direction == Direction::bwd) traffic.reset();
-    if (backward) implementation.backward(p, buffers, context);
-    backend->synchronize();
-    if (implementation.counts_traffic()) {
-      record["traffic"]["counted"] =
-          bytes_json(static_cast<double>(traffic.read_bytes()), static_cast<double>(traffic.write_bytes()));
-    }
-
     std::optional<AccuracyResult> accuracy;
     const bool check = scenario.accuracy.check && !implementation.is_oracle();
     if (check || dumper_.enabled()) {
-      const HostOutputs host = copy_outputs(*backend, buffers, backward);
+      const HostOutputs host = session.copy_outputs();
       dump_outputs(scenario, p, case_index, case_key, implementation, host);
-      if (check) {
-        if (!oracle_) {
-          oracle_ = compute_oracle(p, inputs_->buffers(), plan_sample(p, scenario.accuracy), threads_);
-        }
-        accuracy = check_outputs(p, host.buffers(), *oracle_, scenario.accuracy);
-        accuracy->baseline = std::string(implementation.accuracy_baseline());
-      }
+      if (check) accuracy = session.check_accuracy(host);
     }
     if (!check) {
       AccuracyResult result;
@@ -399,38 +273,30 @@ class ScenarioRunner {
       record["accuracy"]["sample"] = nullptr;
     }
 
-    // Timing: every sample is one call in the case's direction; the backward of
-    // a bwd sample reuses the forward state of the checked run.
-    std::unique_ptr<SampleTimer> timer = backend->make_timer();
     const MeasureSettings& settings = planned.measure;
-    const auto before_sample = [&] {
-      if (settings.cold_cache) backend->flush_cache();
-    };
-    const auto call = [&] {
-      if (p.direction != Direction::bwd) implementation.forward(p, buffers, context);
-      if (backward) implementation.backward(p, buffers, context);
-    };
-    const Measurement measurement = measure(settings, *timer, before_sample, call);
+    const Measurement measurement = session.measure(settings);
     const double median = measurement.statistics.p50;
     const FlopCount flops = flop_count(p);
     const ByteCount compulsory = compulsory_bytes(p);
-    record["timing"] = Json{{"clock", backend->clock_name()},
+    record["timing"] = Json{{"clock", session.backend().clock_name()},
                             {"cache", settings.cold_cache ? "cold" : "hot"},
-                            {"cache_flush_bytes", settings.cold_cache ? backend->cache_flush_bytes() : 0},
+                            {"cache_flush_bytes", settings.cold_cache ? session.backend().cache_flush_bytes() : 0},
                             {"warmup_iterations", measurement.warmup_iterations},
                             {"warmup_seconds", measurement.warmup_seconds},
                             {"samples_seconds", measurement.samples_seconds},
                             {"converged", measurement.converged},
                             {"stop_reason", measurement.stop_reason},
                             {"wall_seconds", measurement.wall_seconds},
+                            {"throttled", nullptr},
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
-    record["memory"] = Json{{"peak_bytes", arena.used()},
+    const MemoryPlan& memory = session.memory();
+    record["memory"] = Json{{"peak_bytes", session.peak_bytes()},
                             {"input_bytes", memory.inputs},
                             {"output_bytes", memory.outputs},
                             {"workspace_bytes", memory.workspace},
-                            {"extra_bytes", arena.used() - memory.inputs - memory.outputs}};
+                            {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
     return accuracy;
   }
 
@@ -463,13 +329,15 @@ class ScenarioRunner {
     }
   }
 
-  void dump_inputs(const Scenario& scenario, const Problem& p, std::size_t case_index, const std::string& key) {
+  void dump_inputs(const Scenario& scenario, CaseData& data, std::size_t case_index, const std::string& key) {
     if (!dumper_.enabled()) return;
+    const Problem& p = data.problem();
+    const HostInputs& inputs = data.inputs();
     const std::string layout = to_string(p.layout);
-    dumper_.write(scenario.name, case_index, key, "inputs", "Q", inputs_->q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
-    dumper_.write(scenario.name, case_index, key, "inputs", "K", inputs_->k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
-    dumper_.write(scenario.name, case_index, key, "inputs", "V", inputs_->v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
-    dumper_.write(scenario.name, case_index, key, "inputs", "dO", inputs_->d_out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "Q", inputs.q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "K", inputs.k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "V", inputs.v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "dO", inputs.d_out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
   }
 
   void dump_outputs(const Scenario& scenario, const Problem& p, std::size_t case_index, const std::string& key,
@@ -484,12 +352,9 @@ class ScenarioRunner {
     dumper_.write(scenario.name, case_index, key, name, "dV", host.d_v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
   }
 
-  const RunOptions& options_;
   int threads_;
   ResultsDocument& results_;
   CaseDumper& dumper_;
-  std::optional<HostInputs> inputs_;
-  std::optional<OracleSample> oracle_;
 };
 
 // Makes sure a file can be created in `directory` (creating the directory), so
@@ -522,6 +387,29 @@ void check_output_path(const std::string& output, bool resume) {
       !existing.value("complete", true)) {
     throw InputError("-o " + output + ": holds an unfinished run; continue it with --resume or remove the file");
   }
+}
+
+// Keeps only the cases of `shard`; returns how many remain. Cost is estimated
+// by the case's FLOPs (plus a constant for its fixed overheads), the same for
+// every implementation, so each shard computes the same split.
+std::size_t keep_shard(std::vector<PlannedScenario>& plan, const Shard& shard) {
+  std::vector<double> costs;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      costs.push_back(flop_count(planned.scenario->cases[case_index].problem).total + 1e6);
+    }
+  }
+  const std::vector<int> shard_of = assign_to_shards(costs, shard.count);
+  std::size_t item = 0, kept = 0;
+  for (PlannedScenario& planned : plan) {
+    std::vector<std::size_t> mine;
+    for (std::size_t case_index : planned.cases) {
+      if (shard_of[item++] == shard.index - 1) mine.push_back(case_index);
+    }
+    kept += mine.size();
+    planned.cases = std::move(mine);
+  }
+  return kept;
 }
 
 std::string default_output_path(const std::vector<Scenario>& scenarios) {
@@ -609,6 +497,7 @@ int run_scenarios(const RunOptions& options) {
     plan.push_back(std::move(planned));
   }
   if (total_cases == 0) throw InputError("--filter \"" + options.filter + "\" matches no case");
+  if (options.shard) total_cases = keep_shard(plan, *options.shard);
   if (options.resume && options.output_path.empty()) {
     throw InputError("--resume needs -o FILE naming the results file to continue");
   }
@@ -619,8 +508,9 @@ int run_scenarios(const RunOptions& options) {
   if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
   CaseDumper dumper(options.dump_dir, options.resume);
   ResultsDocument results = options.resume && std::filesystem::exists(output)
-                                ? ResultsDocument::resume(output, options.command_line, threads, scenarios)
+                                ? ResultsDocument::resume(output, options.command_line, threads, scenarios, options.shard)
                                 : ResultsDocument(options.command_line, threads);
+  results.set_shard(options.shard);
 
   Json scenario_json = Json::array();
   for (const PlannedScenario& planned : plan) {
@@ -638,7 +528,7 @@ int run_scenarios(const RunOptions& options) {
   results.set_scenarios(scenario_json);
   results.checkpoint(output);
 
-  ScenarioRunner runner(options, threads, results, dumper);
+  ScenarioRunner runner(threads, results, dumper);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {

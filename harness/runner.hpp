@@ -12,6 +12,7 @@
 
 #include "implementation.hpp"
 #include "scenario.hpp"
+#include "shard.hpp"
 
 namespace attnbench {
 
@@ -24,6 +25,7 @@ struct RunOptions {
   std::optional<bool> cold_cache;            // --hot / --cold override the scenarios
   std::string dump_dir;                      // --dump
   bool resume = false;
+  std::optional<Shard> shard;                // --shard K/N: only this part of the cases
   bool interactive = false;                  // stderr is a terminal
   std::vector<std::string> command_line;
 };

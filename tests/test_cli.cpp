@@ -312,6 +312,26 @@ TEST_F(Cli, DumpWritesNumpyArraysWithAnIndex) {
   EXPECT_EQ(read_json(dump / "index.json")["arrays"].size(), index["arrays"].size());
 }
 
+TEST_F(Cli, ShardsSplitTheCasesDisjointlyAndCoverThemAll) {
+  std::multiset<std::size_t> cases;
+  for (int k = 1; k <= 3; ++k) {
+    const fs::path output = path("shard" + std::to_string(k) + ".json");
+    const CommandResult run = run_attnbench("run " + scenario_path("quick.json") + " --impl cpu.flash --shard " +
+                                            std::to_string(k) + "/3 -o " + output.string());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const Json results = read_json(output);
+    expect_schema_valid(results);
+    EXPECT_EQ(results["shard"], (Json{{"index", k}, {"count", 3}}));
+    EXPECT_FALSE(results["records"].empty());
+    for (const Json& record : results["records"]) cases.insert(record["case_index"].get<std::size_t>());
+  }
+  EXPECT_EQ(cases, (std::multiset<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const CommandResult other = run_attnbench("run " + scenario_path("quick.json") + " --impl cpu.flash --shard 2/3 -o " +
+                                            path("shard1.json").string() + " --resume");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_EQ(run_attnbench("run " + scenario_path("quick.json") + " --shard 4/3").exit_code, 2);
+}
+
 TEST_F(Cli, ListJsonGivesTheExpandedCasesAndWhoRunsThem) {
   const CommandResult list = run_attnbench("list --json " + scenario_path("quick.json"));
   ASSERT_EQ(list.exit_code, 0) << list.output;

@@ -26,6 +26,7 @@ Subcommand add_run_command(CLI::App& app) {
     std::string implementations;
     bool hot = false;
     bool cold = false;
+    std::string shard;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
@@ -39,12 +40,14 @@ Subcommand add_run_command(CLI::App& app) {
   command->add_flag("--cold", options->cold, "Cold cache: flush before every sample (overrides the scenario)");
   command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
   command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
+  command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
   return {command, [options](const std::vector<std::string>& command_line) {
             RunOptions& run = options->run;
             if (options->hot && options->cold) throw InputError("--hot and --cold cannot both be given");
             if (options->hot) run.cold_cache = false;
             if (options->cold) run.cold_cache = true;
             run.implementations = split_list(options->implementations);
+            if (!options->shard.empty()) run.shard = parse_shard(options->shard);
             run.interactive = isatty(STDERR_FILENO) != 0;
             run.command_line = command_line;
             return run_scenarios(run);

@@ -1,0 +1,189 @@
+#include "session.hpp"
+
+#include "format.hpp"
+
+namespace attnbench {
+
+CaseData::CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads)
+    : problem_(problem), accuracy_(accuracy), threads_(threads) {}
+
+std::string CaseData::host_preflight() const {
+  if (inputs_) return {};
+  const std::uint64_t need = host_input_bytes(problem_);
+  const std::uint64_t available = BackendRegistry::instance().get("cpu")->available_memory();
+  if (need <= available) return {};
+  return "the host inputs alone need " + format_bytes(static_cast<double>(need)) + "; " +
+         format_bytes(static_cast<double>(available)) + " available";
+}
+
+const HostInputs& CaseData::inputs() {
+  if (!inputs_) inputs_ = generate_inputs(problem_);
+  return *inputs_;
+}
+
+const OracleSample& CaseData::oracle() {
+  if (!oracle_) oracle_ = compute_oracle(problem_, inputs().buffers(), plan_sample(problem_, accuracy_), threads_);
+  return *oracle_;
+}
+
+AttentionBuffers HostOutputs::buffers() const {
+  AttentionBuffers b;
+  b.out = out.buffer;
+  b.lse = lse.buffer;
+  b.d_q = d_q.buffer;
+  b.d_k = d_k.buffer;
+  b.d_v = d_v.buffer;
+  return b;
+}
+
+namespace {
+
+MemoryPlan plan_memory(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
+  const bool backward = has_backward(p.direction);
+  const ElementType in = element_type(p.dtype);
+  const ElementType out = implementation.output_type(p);
+  const auto bytes = [](ElementType type, std::int64_t elements) {
+    return DeviceArena::aligned(static_cast<std::size_t>(elements) * element_size(type));
+  };
+  MemoryPlan plan;
+  plan.inputs = bytes(in, q_elements(p)) + 2 * bytes(in, kv_elements(p)) + (backward ? bytes(in, q_elements(p)) : 0);
+  plan.outputs = bytes(out, q_elements(p)) + bytes(ElementType::f32, lse_elements(p)) +
+                 (backward ? bytes(out, q_elements(p)) + 2 * bytes(out, kv_elements(p)) : 0);
+  plan.workspace = DeviceArena::aligned(implementation.workspace_bytes(p, context));
+  return plan;
+}
+
+HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
+  HostTensor host(device.type, device.elements);
+  backend.copy_to_host(host.buffer.data, device.data, device.bytes());
+  return host;
+}
+
+}  // namespace
+
+std::unique_ptr<ImplementationSession> ImplementationSession::open(Implementation& implementation, CaseData& data,
+                                                                   int threads, std::string& skip_reason) {
+  const Problem& p = data.problem();
+  const Verdict available = implementation.availability();
+  if (!available.ok) {
+    skip_reason = "unavailable: " + available.reason;
+    return nullptr;
+  }
+  const Verdict supported = implementation.supports(p);
+  if (!supported.ok) {
+    skip_reason = supported.reason;
+    return nullptr;
+  }
+  Backend* backend = BackendRegistry::instance().get(implementation.device());
+  if (!backend) {
+    skip_reason = "no backend for device \"" + std::string(implementation.device()) + "\" in this build";
+    return nullptr;
+  }
+  // The arena, plus host copies of the outputs (on the same memory when the
+  // device is the host).
+  const ExecutionContext context{threads, nullptr};
+  const MemoryPlan memory = plan_memory(p, implementation, context);
+  const std::uint64_t need = memory.total() + (backend->device() == "cpu" ? memory.outputs : 0);
+  const std::uint64_t available_bytes = backend->available_memory();
+  if (need > available_bytes) {
+    skip_reason = "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
+                  format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
+                  format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
+                  format_bytes(static_cast<double>(memory.workspace)) + "); " +
+                  format_bytes(static_cast<double>(available_bytes)) + " available";
+    return nullptr;
+  }
+  skip_reason = data.host_preflight();
+  if (!skip_reason.empty()) return nullptr;
+  return std::unique_ptr<ImplementationSession>(
+      new ImplementationSession(implementation, *backend, data, threads, memory));
+}
+
+ImplementationSession::ImplementationSession(Implementation& implementation, Backend& backend, CaseData& data,
+                                             int threads, const MemoryPlan& memory)
+    : implementation_(implementation),
+      backend_(backend),
+      data_(data),
+      traffic_(threads),
+      context_{threads, &traffic_},
+      memory_(memory),
+      arena_(backend, memory.total()) {
+  const Problem& p = data.problem();
+  const bool backward = has_backward(p.direction);
+  const ElementType in = element_type(p.dtype);
+  const ElementType out = implementation.output_type(p);
+  buffers_.q = arena_.take(in, static_cast<std::size_t>(q_elements(p)));
+  buffers_.k = arena_.take(in, static_cast<std::size_t>(kv_elements(p)));
+  buffers_.v = arena_.take(in, static_cast<std::size_t>(kv_elements(p)));
+  if (backward) buffers_.d_out = arena_.take(in, static_cast<std::size_t>(q_elements(p)));
+  buffers_.out = arena_.take(out, static_cast<std::size_t>(q_elements(p)));
+  buffers_.lse = arena_.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)));
+  if (backward) {
+    buffers_.d_q = arena_.take(out, static_cast<std::size_t>(q_elements(p)));
+    buffers_.d_k = arena_.take(out, static_cast<std::size_t>(kv_elements(p)));
+    buffers_.d_v = arena_.take(out, static_cast<std::size_t>(kv_elements(p)));
+  }
+  buffers_.workspace = arena_.take(ElementType::f32, memory.workspace / sizeof(float));
+
+  const HostInputs& inputs = data.inputs();
+  backend.copy_to_device(buffers_.q.data, inputs.q.buffer.data, buffers_.q.bytes());
+  backend.copy_to_device(buffers_.k.data, inputs.k.buffer.data, buffers_.k.bytes());
+  backend.copy_to_device(buffers_.v.data, inputs.v.buffer.data, buffers_.v.bytes());
+  if (backward) backend.copy_to_device(buffers_.d_out.data, inputs.d_out.buffer.data, buffers_.d_out.bytes());
+}
+
+nlohmann::ordered_json ImplementationSession::configuration() const {
+  return implementation_.configuration(data_.problem(), context_);
+}
+
+std::optional<ByteCount> ImplementationSession::checked_call() {
+  const Problem& p = data_.problem();
+  for (const TensorBuffer* poisoned :
+       {&buffers_.out, &buffers_.lse, &buffers_.d_q, &buffers_.d_k, &buffers_.d_v, &buffers_.workspace}) {
+    if (poisoned->elements) backend_.fill_with_nan(*poisoned);
+  }
+  traffic_.reset();
+  implementation_.forward(p, buffers_, context_);
+  if (p.direction == Direction::bwd) traffic_.reset();
+  if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+  backend_.synchronize();
+  if (!implementation_.counts_traffic()) return std::nullopt;
+  return ByteCount{static_cast<double>(traffic_.read_bytes()), static_cast<double>(traffic_.write_bytes())};
+}
+
+HostOutputs ImplementationSession::copy_outputs() const {
+  HostOutputs host;
+  host.out = copy_to_host(backend_, buffers_.out);
+  host.lse = copy_to_host(backend_, buffers_.lse);
+  if (has_backward(data_.problem().direction)) {
+    host.d_q = copy_to_host(backend_, buffers_.d_q);
+    host.d_k = copy_to_host(backend_, buffers_.d_k);
+    host.d_v = copy_to_host(backend_, buffers_.d_v);
+  }
+  return host;
+}
+
+AccuracyResult ImplementationSession::check_accuracy(const HostOutputs& outputs) {
+  AccuracyResult result =
+      check_outputs(data_.problem(), outputs.buffers(), data_.oracle(), data_.accuracy_settings());
+  result.baseline = std::string(implementation_.accuracy_baseline());
+  return result;
+}
+
+void ImplementationSession::sample_call() {
+  const Problem& p = data_.problem();
+  if (p.direction != Direction::bwd) implementation_.forward(p, buffers_, context_);
+  if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+}
+
+void ImplementationSession::before_sample(bool cold_cache) {
+  if (cold_cache) backend_.flush_cache();
+}
+
+Measurement ImplementationSession::measure(const MeasureSettings& settings) {
+  std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+  return attnbench::measure(
+      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); });
+}
+
+}  // namespace attnbench

@@ -21,6 +21,9 @@ Subcommand add_run_command(CLI::App& app);
 Subcommand add_list_command(CLI::App& app);
 Subcommand add_validate_command(CLI::App& app);
 Subcommand add_info_command(CLI::App& app);
+Subcommand add_compare_command(CLI::App& app);
+Subcommand add_report_command(CLI::App& app);
+Subcommand add_merge_command(CLI::App& app);
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);

@@ -17,8 +17,9 @@ int main(int argc, char** argv) {
     CLI::App app{"attnbench: benchmarking and profiling harness for exact attention"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(tool_version()) + " (git " + git_revision() + ")");
-    const std::vector<Subcommand> subcommands{add_run_command(app), add_list_command(app),
-                                              add_validate_command(app), add_info_command(app)};
+    const std::vector<Subcommand> subcommands{
+        add_run_command(app),     add_list_command(app),   add_validate_command(app), add_info_command(app),
+        add_compare_command(app), add_report_command(app), add_merge_command(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {

@@ -84,9 +84,7 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                    {"records", Json::array()}};
 }
 
-ResultsDocument ResultsDocument::resume(const std::string& path, const std::vector<std::string>& command_line,
-                                        int threads, const std::vector<Scenario>& scenarios,
-                                        const std::optional<Shard>& shard) {
+Json load_results_file(const std::string& path) {
   std::vector<Diagnostic> diagnostics;
   std::string text;
   if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
@@ -99,6 +97,13 @@ ResultsDocument ResultsDocument::resume(const std::string& path, const std::vect
   static const JsonSchema schema(results_schema());
   for (const auto& problem : schema.validate(saved)) diagnostics.push_back({path, problem.path, problem.message});
   if (!diagnostics.empty()) throw InputError(diagnostics);
+  return saved;
+}
+
+ResultsDocument ResultsDocument::resume(const std::string& path, const std::vector<std::string>& command_line,
+                                        int threads, const std::vector<Scenario>& scenarios,
+                                        const std::optional<Shard>& shard) {
+  const Json saved = load_results_file(path);
   std::set<std::string> expected, found;
   for (const auto& scenario : scenarios) expected.insert(scenario.name);
   for (const auto& scenario : saved["scenarios"]) found.insert(scenario.value("name", ""));

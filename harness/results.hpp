@@ -24,6 +24,10 @@ const nlohmann::ordered_json& results_schema();
 
 std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
 
+// Reads a results file and checks it against the results schema; throws
+// InputError naming the file and every problem when it is not a valid one.
+nlohmann::ordered_json load_results_file(const std::string& path);
+
 // Writes `text` to `path` through a temporary file in the same directory and a
 // rename, so readers never see a half-written file.
 void write_file_atomically(const std::string& path, const std::string& text);

@@ -7,5 +7,6 @@ namespace attnbench {
 // validates files without looking for its source tree.
 const char* embedded_scenario_schema();
 const char* embedded_results_schema();
+const char* embedded_compare_schema();
 
 }  // namespace attnbench

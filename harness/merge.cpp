@@ -1,0 +1,379 @@
+// `attnbench merge`: see merge.hpp for the rules and docs/results.md for the
+// merged file. Every check runs before anything is written, and each reports
+// all it finds at once.
+#include "merge.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "results.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+std::string shard_label(const Json& shard) {
+  return std::to_string(shard["index"].get<int>()) + "/" + std::to_string(shard["count"].get<int>());
+}
+
+// "name (\"A\" vs \"B\"), logical_cpus (8 vs 16)": the fields in which `here` and `there` differ.
+std::string differing_fields(const Json& here, const Json& there) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : here.items()) keys.insert(key);
+  for (const auto& [key, value] : there.items()) keys.insert(key);
+  std::string text;
+  for (const std::string& key : keys) {
+    const Json mine = here.contains(key) ? here[key] : Json("(absent)");
+    const Json theirs = there.contains(key) ? there[key] : Json("(absent)");
+    if (mine != theirs) text += (text.empty() ? "" : ", ") + key + " (" + mine.dump() + " vs " + theirs.dump() + ")";
+  }
+  return text;
+}
+
+// The fields that identify a device: the ones `attnbench compare` matches on
+// (harness/compare.cpp), so a merge joins exactly what compare would compare.
+// Other fields (clocks, free memory, CPU counts, cache sizes) may change between
+// runs of one machine.
+const char* const kDeviceIdentityFields[] = {"kind",         "name",     "compute_capability", "driver",
+                                             "cuda_runtime", "sm_count", "memory_bytes",       "ecc"};
+
+Json device_identity(const Json& device) {
+  Json identity = Json::object();
+  for (const char* field : kDeviceIdentityFields) {
+    if (device.contains(field)) identity[field] = device[field];
+  }
+  return identity;
+}
+
+// Devices are compared per kind: every input that used a "cpu" device must have
+// used one of the same identity. An input with no device of a kind (all its
+// records skipped) agrees with any.
+std::vector<Diagnostic> device_differences(const std::vector<MergeInput>& inputs) {
+  std::map<std::string, std::pair<const MergeInput*, Json>> first_of_kind;
+  std::vector<Diagnostic> differences;
+  for (const MergeInput& input : inputs) {
+    for (const Json& device : input.document["devices"]) {
+      const Json identity = device_identity(device);
+      const auto [first, inserted] = first_of_kind.try_emplace(device["kind"].get<std::string>(), &input, identity);
+      const auto& [first_input, first_identity] = first->second;
+      if (inserted || first_identity == identity) continue;
+      differences.push_back({input.path, "devices",
+                             "its " + first->first + " device differs from " + first_input->path + "'s: " +
+                                 differing_fields(identity, first_identity) +
+                                 " (--allow-mixed-devices merges them anyway)"});
+    }
+  }
+  return differences;
+}
+
+// One description per distinct device identity: the first input's.
+Json merged_devices(const std::vector<MergeInput>& inputs) {
+  Json devices = Json::array();
+  std::set<std::string> identities;
+  for (const MergeInput& input : inputs) {
+    for (const Json& device : input.document["devices"]) {
+      if (identities.insert(device_identity(device).dump()).second) devices.push_back(device);
+    }
+  }
+  return devices;
+}
+
+// Which of the fields that define a scenario's work (the file as given and the
+// effective settings) differ between two entries: "" when they describe the same
+// work. The implementations used may differ; the merge joins them.
+std::string definition_difference(const Json& here, const Json& there) {
+  std::string text;
+  for (const char* field : {"source", "measure", "accuracy"}) {
+    if (here[field] != there[field]) text += std::string(text.empty() ? "" : ", ") + field;
+  }
+  return text;
+}
+
+std::string scenario_names(const Json& document) {
+  std::string names;
+  for (const Json& scenario : document["scenarios"]) {
+    names += (names.empty() ? "\"" : ", \"") + scenario["name"].get<std::string>() + "\"";
+  }
+  return names.empty() ? "no scenario" : names;
+}
+
+void check_scenarios(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const MergeInput& first = inputs.front();
+  std::map<std::string, const Json*> first_by_name;
+  std::set<std::string> first_names;
+  for (const Json& scenario : first.document["scenarios"]) {
+    first_by_name[scenario["name"].get<std::string>()] = &scenario;
+    first_names.insert(scenario["name"].get<std::string>());
+  }
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const MergeInput& input = inputs[i];
+    std::set<std::string> names;
+    for (const Json& scenario : input.document["scenarios"]) names.insert(scenario["name"].get<std::string>());
+    if (names != first_names) {
+      problems.push_back({input.path, "scenarios",
+                          "holds " + scenario_names(input.document) + " but " + first.path + " holds " +
+                              scenario_names(first.document) + " (--allow-mixed-scenarios merges them anyway)"});
+      continue;
+    }
+    for (const Json& scenario : input.document["scenarios"]) {
+      const std::string name = scenario["name"].get<std::string>();
+      const std::string difference = definition_difference(scenario, *first_by_name[name]);
+      if (difference.empty()) continue;
+      problems.push_back({input.path, "scenarios",
+                          "scenario \"" + name + "\" differs from " + first.path +
+                              "'s in " + difference + " (--allow-mixed-scenarios merges them anyway)"});
+    }
+  }
+}
+
+// Every distinct scenario definition once, in order of appearance, with the
+// implementations of all the inputs that used it.
+Json merged_scenarios(const std::vector<MergeInput>& inputs) {
+  Json scenarios = Json::array();
+  for (const MergeInput& input : inputs) {
+    for (const Json& scenario : input.document["scenarios"]) {
+      const auto same = std::find_if(scenarios.begin(), scenarios.end(), [&](const Json& kept) {
+        return kept["name"] == scenario["name"] && definition_difference(kept, scenario).empty();
+      });
+      if (same == scenarios.end()) {
+        scenarios.push_back(scenario);
+        continue;
+      }
+      Json& implementations = (*same)["implementations"];
+      for (const Json& name : scenario["implementations"]) {
+        if (std::find(implementations.begin(), implementations.end(), name) == implementations.end()) {
+          implementations.push_back(name);
+        }
+      }
+    }
+  }
+  return scenarios;
+}
+
+// Shard counts and indices; returns the missing shards of a sharded run.
+std::vector<std::string> check_shards(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const MergeInput* first_sharded = nullptr;
+  std::map<int, const MergeInput*> by_index;
+  for (const MergeInput& input : inputs) {
+    const Json& shard = input.document["shard"];
+    if (shard.is_null()) continue;
+    if (!first_sharded) first_sharded = &input;
+    const Json& expected = first_sharded->document["shard"];
+    if (shard["count"] != expected["count"]) {
+      problems.push_back({input.path, "shard",
+                          "is shard " + shard_label(shard) + " but " + first_sharded->path + " is shard " +
+                              shard_label(expected) + ": shards of runs split into different counts"});
+      continue;
+    }
+    const auto [owner, inserted] = by_index.try_emplace(shard["index"].get<int>(), &input);
+    if (!inserted) {
+      problems.push_back(
+          {input.path, "shard", "is shard " + shard_label(shard) + ", and so is " + owner->second->path});
+    }
+  }
+  std::vector<std::string> missing;
+  if (!first_sharded) return missing;
+  const int count = first_sharded->document["shard"]["count"].get<int>();
+  for (int index = 1; index <= count; ++index) {
+    if (!by_index.count(index)) {
+      missing.push_back("shard " + std::to_string(index) + "/" + std::to_string(count) + " is missing");
+    }
+  }
+  return missing;
+}
+
+// Each (scenario, case_key, implementation) may come from one input only; the
+// problems are reported per pair of files, with one example.
+void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  std::map<std::tuple<std::string, std::string, std::string>, const MergeInput*> owner;
+  struct Overlap {
+    std::size_t count = 0;
+    std::string example;
+  };
+  std::map<std::pair<const MergeInput*, const MergeInput*>, Overlap> overlaps;
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) {
+      const auto key = std::make_tuple(record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
+                                       record["implementation"].get<std::string>());
+      const auto [first, inserted] = owner.try_emplace(key, &input);
+      if (inserted) continue;
+      Overlap& overlap = overlaps[{first->second, &input}];
+      if (overlap.count++ == 0) {
+        overlap.example = std::get<0>(key) + " / " + std::get<1>(key) + " / " + std::get<2>(key);
+      }
+    }
+  }
+  for (const auto& [files, overlap] : overlaps) {
+    problems.push_back({files.second->path, "records",
+                        std::to_string(overlap.count) + " record(s) of the same (scenario, case_key, implementation) "
+                            "are also in " + files.first->path + ", e.g. " + overlap.example});
+  }
+}
+
+// Records in scenario order, then case order, then the scenario's implementation
+// order; records that tie keep the order of the inputs.
+Json ordered_records(const std::vector<MergeInput>& inputs, const Json& scenarios) {
+  std::map<std::string, std::size_t> scenario_rank;
+  std::map<std::pair<std::string, std::string>, std::size_t> implementation_rank;
+  for (const Json& scenario : scenarios) {
+    const std::string name = scenario["name"].get<std::string>();
+    scenario_rank.try_emplace(name, scenario_rank.size());
+    for (const Json& implementation : scenario["implementations"]) {
+      const auto key = std::make_pair(name, implementation.get<std::string>());
+      implementation_rank.try_emplace(key, implementation_rank.size());
+    }
+  }
+  const auto rank = [&](const Json& record) {
+    const std::string scenario = record["scenario"].get<std::string>();
+    const auto s = scenario_rank.find(scenario);
+    const auto i = implementation_rank.find({scenario, record["implementation"].get<std::string>()});
+    return std::make_tuple(s == scenario_rank.end() ? scenario_rank.size() : s->second,
+                           record["case_index"].get<std::size_t>(),
+                           i == implementation_rank.end() ? implementation_rank.size() : i->second);
+  };
+  std::vector<const Json*> records;
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) records.push_back(&record);
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [&](const Json* a, const Json* b) { return rank(*a) < rank(*b); });
+  Json ordered = Json::array();
+  for (const Json* record : records) ordered.push_back(*record);
+  return ordered;
+}
+
+Json merged_from_entry(const MergeInput& input) {
+  const Json& document = input.document;
+  return Json{{"path", input.path},
+              {"shard", document["shard"]},
+              {"complete", document["complete"]},
+              {"started_at", document["started_at"]},
+              {"finished_at", document["finished_at"]},
+              {"git_revision", document["tool"]["git_revision"]},
+              {"hostname", document["host"]["hostname"]},
+              {"threads", document["threads"]},
+              {"records", document["records"].size()}};
+}
+
+// Values the merge takes from the first input; a note says when others differ.
+std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs) {
+  std::set<std::string> revisions;
+  std::set<int> threads;
+  for (const MergeInput& input : inputs) {
+    revisions.insert(input.document["tool"]["git_revision"].get<std::string>());
+    threads.insert(input.document["threads"].get<int>());
+  }
+  std::vector<std::string> notes;
+  if (revisions.size() > 1) {
+    std::string list;
+    for (const std::string& revision : revisions) list += (list.empty() ? "" : ", ") + revision;
+    notes.push_back("the inputs were made by different builds (git " + list + "); \"tool\" is " +
+                    inputs.front().path + "'s");
+  }
+  if (threads.size() > 1) {
+    notes.push_back("the inputs ran with different --threads; \"threads\" is " + inputs.front().path + "'s");
+  }
+  return notes;
+}
+
+}  // namespace
+
+MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
+                            const std::vector<std::string>& command_line) {
+  if (inputs.empty()) throw InputError("merge: no input files");
+  std::vector<Diagnostic> problems;
+  if (!options.allow_mixed_scenarios) check_scenarios(inputs, problems);
+  const std::vector<std::string> missing_shards = check_shards(inputs, problems);
+  check_duplicates(inputs, problems);
+  if (!problems.empty()) throw InputError(problems);
+  if (!options.allow_mixed_devices) {
+    std::vector<Diagnostic> differences = device_differences(inputs);
+    if (!differences.empty()) throw DevicesDifferError(std::move(differences));
+  }
+
+  MergeOutcome merged;
+  merged.incomplete = missing_shards;
+  std::string started_at = inputs.front().document["started_at"].get<std::string>();
+  std::string finished_at;
+  Json merged_from = Json::array();
+  for (const MergeInput& input : inputs) {
+    const Json& document = input.document;
+    if (!document["complete"].get<bool>()) merged.incomplete.push_back(input.path + " is an unfinished run");
+    started_at = std::min(started_at, document["started_at"].get<std::string>());
+    if (!document["finished_at"].is_null()) {
+      finished_at = std::max(finished_at, document["finished_at"].get<std::string>());
+    }
+    merged_from.push_back(merged_from_entry(input));
+  }
+  merged.notes = first_input_notes(inputs);
+
+  const Json& first = inputs.front().document;
+  const bool complete = merged.incomplete.empty();
+  Json scenarios = merged_scenarios(inputs);
+  Json records = ordered_records(inputs, scenarios);
+  merged.document = Json{{"schema", kResultsSchemaId},
+                         {"tool", first["tool"]},
+                         {"command_line", command_line},
+                         {"started_at", started_at},
+                         {"finished_at", complete ? Json(finished_at) : Json(nullptr)},
+                         {"complete", complete},
+                         {"host", first["host"]},
+                         {"devices", merged_devices(inputs)},
+                         {"threads", first["threads"]},
+                         {"shard", nullptr},
+                         {"merged_from", std::move(merged_from)},
+                         {"scenarios", std::move(scenarios)},
+                         {"records", std::move(records)}};
+  return merged;
+}
+
+int merge_files(const MergeRequest& request) {
+  const std::string& output = request.output_path;
+  if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
+  std::vector<MergeInput> inputs;
+  std::vector<Diagnostic> problems;
+  for (const std::string& path : request.input_paths) {
+    std::error_code error;
+    if (fs::equivalent(path, output, error)) {
+      problems.push_back({path, "", "is also the output (-o); merge into a new file so no shard is lost"});
+      continue;
+    }
+    try {
+      inputs.push_back({path, load_results_file(path)});
+    } catch (const InputError& bad) {
+      problems.insert(problems.end(), bad.diagnostics().begin(), bad.diagnostics().end());
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);
+
+  const MergeOutcome merged = merge_results(inputs, request.options, request.command_line);
+  if (request.require_complete && !merged.incomplete.empty()) {
+    std::vector<Diagnostic> reasons;
+    for (const std::string& reason : merged.incomplete) {
+      reasons.push_back({"", "", "--require-complete: " + reason + "; nothing written"});
+    }
+    throw InputError(reasons);
+  }
+  try {
+    write_file_atomically(output, merged.document.dump(1) + "\n");
+  } catch (const std::exception& error) {
+    throw InputError("-o " + output + ": " + error.what());
+  }
+
+  for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
+  for (const std::string& reason : merged.incomplete) {
+    std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
+  }
+  std::printf("Merged %zu files: %zu records, %s. Results: %s\n", inputs.size(),
+              merged.document["records"].size(), merged.incomplete.empty() ? "complete" : "incomplete",
+              output.c_str());
+  return kExitSuccess;
+}
+
+}  // namespace attnbench

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what attnbench needs to build and test, and nothing that is already
 # there: a no-op on a machine that has everything. Debian/Ubuntu packages via
-# apt-get (as root, or through sudo); the Python package jsonschema via apt for
-# Debian's python3, via pip (scripts/requirements.txt) for any other.
+# apt-get (as root, or through sudo); the Python packages jsonschema and
+# matplotlib via apt for Debian's python3, via pip (scripts/requirements.txt)
+# for any other.
 set -euo pipefail
 
 packages=(cmake g++ make git nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev)
@@ -39,18 +40,26 @@ if ((${#missing[@]})); then
   apt_install "${missing[@]}"
 fi
 
-# The schema test cross-checks our validator with Python's jsonschema, in the
-# python3 first on PATH (scripts/build.sh hands the same one to CMake). Debian's
-# own python takes it from apt (pip refuses to touch it); any other from pip.
+# The Python packages of the scripts and tests (jsonschema for the schema
+# cross-check, matplotlib for scripts/plot.py), in the python3 first on PATH
+# (scripts/build.sh hands the same one to CMake). Debian's own python takes them
+# from apt (pip refuses to touch it); any other from pip (scripts/requirements.txt).
+python_modules=(jsonschema matplotlib)
 python=$(command -v python3 || true)
 if [[ -z "$python" ]]; then
   echo "setup: installing python3"
-  apt_install python3 python3-jsonschema
-elif ! "$python" -c "import jsonschema" 2>/dev/null; then
-  echo "setup: installing the Python package jsonschema"
-  if [[ $(readlink -f "$python") == /usr/bin/* ]]; then
-    apt_install python3-jsonschema
-  else
-    "$python" -m pip install --quiet -r "$(dirname "$0")/requirements.txt"
+  apt_install python3 "${python_modules[@]/#/python3-}"
+else
+  missing_modules=()
+  for module in "${python_modules[@]}"; do
+    "$python" -c "import $module" 2>/dev/null || missing_modules+=("$module")
+  done
+  if ((${#missing_modules[@]})); then
+    echo "setup: installing the Python packages ${missing_modules[*]}"
+    if [[ $(readlink -f "$python") == /usr/bin/* ]]; then
+      apt_install "${missing_modules[@]/#/python3-}"
+    else
+      "$python" -m pip install --quiet -r "$(dirname "$0")/requirements.txt"
+    fi
   fi
 fi

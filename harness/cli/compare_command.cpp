@@ -1,12 +1,161 @@
-// Placeholder: `attnbench compare` is being written.
+// `attnbench compare BASE NEW`: the regression gate (harness/compare.hpp,
+// docs/compare.md). Settings, both results files and every output path are
+// checked, and every output rendered, before anything is written: bad input
+// (exit 2) and a refusal because the devices differ (exit 3) leave no file
+// behind.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <type_traits>
+
 #include "harness/cli/commands.hpp"
+#include "harness/compare.hpp"
+#include "harness/compare_outputs.hpp"
 #include "harness/errors.hpp"
+#include "harness/results.hpp"
 
 namespace attnbench {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+struct CompareOptions {
+  std::string base, next, config, markdown, junit, json;
+  // The tolerance flags: configuration key, the option (given or not), its value.
+  struct Flag {
+    std::string key;
+    CLI::Option* option;
+    std::function<Json()> value;
+  };
+  std::vector<Flag> flags;
+};
+
+// The flags given, as an object with the configuration's keys.
+Json command_line_flags(const CompareOptions& options) {
+  Json flags = Json::object();
+  for (const CompareOptions::Flag& flag : options.flags) {
+    if (flag.option->count() > 0) flags[flag.key] = flag.value();
+  }
+  return flags;
+}
+
+// --markdown, --junit and --json: "-" (stdout, for one of them) or a new or
+// existing file in a writable directory that is neither input.
+void check_output_paths(const CompareOptions& options) {
+  std::vector<Diagnostic> diagnostics;
+  std::vector<std::pair<std::string, std::string>> outputs;  // flag, path
+  for (const auto& [flag, path] : {std::pair{"--markdown", &options.markdown}, std::pair{"--junit", &options.junit},
+                                   std::pair{"--json", &options.json}}) {
+    if (!path->empty()) outputs.emplace_back(flag, *path);
+  }
+  std::size_t to_stdout = 0;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path == "-") {
+      if (++to_stdout > 1) diagnostics.push_back({"", flag, "only one output may go to stdout (\"-\")"});
+      continue;
+    }
+    std::error_code error;
+    for (const std::string& input : {options.base, options.next}) {
+      if (path == input || fs::equivalent(path, input, error)) {
+        diagnostics.push_back({"", flag, path + " is an input of the comparison; give another file"});
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (outputs[j].second == path) diagnostics.push_back({"", flag, path + " is also given to " + outputs[j].first});
+    }
+    const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (fs::is_directory(path, error)) {
+      diagnostics.push_back({"", flag, path + " is a directory; give a file name"});
+    } else if (!fs::is_directory(parent, error) || access(parent.c_str(), W_OK) != 0) {
+      diagnostics.push_back({"", flag, "cannot write into \"" + parent.string() + "\" (missing or not writable)"});
+    }
+  }
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+}
+
+// Both files, with the problems of both reported together.
+std::pair<Json, Json> load_both(const std::string& base, const std::string& next) {
+  std::vector<Diagnostic> diagnostics;
+  std::pair<Json, Json> documents;
+  for (const auto& [path, document] : {std::pair{&base, &documents.first}, std::pair{&next, &documents.second}}) {
+    try {
+      *document = load_results_file(*path);
+    } catch (const InputError& error) {
+      diagnostics.insert(diagnostics.end(), error.diagnostics().begin(), error.diagnostics().end());
+    }
+  }
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+  return documents;
+}
+
+int command_compare(const CompareOptions& options) {
+  CompareSettings settings = options.config.empty() ? CompareSettings{} : load_compare_config(options.config);
+  apply_command_line_settings(settings, command_line_flags(options));
+  check_output_paths(options);
+  const auto [base, next] = load_both(options.base, options.next);
+  const CompareReport report = compare_results(base, next, settings, options.base, options.next);
+
+  const bool output_on_stdout = options.markdown == "-" || options.junit == "-" || options.json == "-";
+  FILE* terminal = output_on_stdout ? stderr : stdout;
+  if (report.refused) {
+    std::fputs(render_compare_refusal(report).c_str(), terminal);
+    return report.exit_code;
+  }
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {options.markdown, options.markdown.empty() ? "" : render_compare_markdown(report)},
+      {options.junit, options.junit.empty() ? "" : render_compare_junit(report)},
+      {options.json, options.json.empty() ? "" : compare_report_json(report).dump(1) + "\n"}};
+  for (const auto& [path, text] : files) {
+    if (path.empty()) continue;
+    if (path == "-") std::fputs(text.c_str(), stdout);
+    else write_file_atomically(path, text);
+  }
+  std::fputs(render_compare_terminal(report).c_str(), terminal);
+  return report.exit_code;
+}
+
+}  // namespace
 
 Subcommand add_compare_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("compare", "(not yet available)");
-  return {command, [](const std::vector<std::string>&) -> int { throw InputError("compare: not yet available"); }};
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* command = app.add_subcommand(
+      "compare", "Regression gate: two results files, cell by cell (exit 0 pass, 1 regression, 3 not comparable)");
+  command->add_option("base", options->base, "Results file of the baseline (BASE)")->required();
+  command->add_option("new", options->next, "Results file to judge (NEW)")->required();
+  command->add_option("--config", options->config,
+                      "Settings file (scenarios/compare.schema.json): defaults and per-cell overrides");
+  // Each setting flag stores what it is given; only the flags given replace the
+  // defaults, so their initial values are never used.
+  const auto add_setting = [&](const std::string& key, const std::string& name, auto type, const std::string& help) {
+    auto stored = std::make_shared<decltype(type)>();
+    CLI::Option* option = nullptr;
+    if constexpr (std::is_same_v<decltype(type), bool>) option = command->add_flag(name, *stored, help);
+    else option = command->add_option(name, *stored, help);
+    options->flags.push_back({key, option, [stored] { return Json(*stored); }});
+  };
+  const CompareSettings defaults;
+  const auto default_of = [](auto value) { return " (default " + Json(value).dump() + ")"; };
+  add_setting("time_threshold", "--time-threshold", double{},
+              "Slowdown a cell may show before it regresses" + default_of(defaults.defaults.time_threshold));
+  add_setting("alpha", "--alpha", double{},
+              "Family-wise error rate of the time verdicts, Holm" + default_of(defaults.alpha));
+  add_setting("hbm_tolerance", "--hbm-tolerance", double{},
+              "Relative change of HBM bytes allowed" + default_of(defaults.defaults.hbm_tolerance));
+  add_setting("memory_slack", "--memory-slack", std::uint64_t{},
+              "Bytes of peak memory growth allowed" + default_of(defaults.defaults.memory_slack));
+  add_setting("accuracy_factor", "--accuracy-factor", double{},
+              "NEW's error may be this times BASE's plus a floor" + default_of(defaults.defaults.accuracy_factor));
+  add_setting("allow_different_devices", "--allow-different-devices", bool{}, "Compare even when the devices differ");
+  command->add_option("--markdown", options->markdown,
+                      "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout");
+  command->add_option("--junit", options->junit, "Write JUnit XML, one test case per compared cell; - for stdout");
+  command->add_option("--json", options->json, "Write the comparison as JSON (attnbench.compare/1); - for stdout");
+  return {command, [options](const std::vector<std::string>&) { return command_compare(*options); }};
 }
 
 }  // namespace attnbench

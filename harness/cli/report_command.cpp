@@ -1,12 +1,59 @@
-// Placeholder: `attnbench report` is being written.
+// `attnbench report RESULTS… --table KIND [--format md|csv|latex|json]
+// [--baseline IMPLEMENTATION] [-o FILE]`: see harness/report.hpp and
+// docs/reports.md. Everything is read and built before anything is written, so a
+// bad input leaves no output file.
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/report.hpp"
+#include "harness/results.hpp"
+#include "harness/table.hpp"
 
 namespace attnbench {
 
 Subcommand add_report_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("report", "(not yet available)");
-  return {command, [](const std::vector<std::string>&) -> int { throw InputError("report: not yet available"); }};
+  struct Options {
+    std::vector<std::string> results;
+    std::string table;
+    std::string format = "md";
+    ReportOptions report;
+    std::string output;
+  };
+  auto options = std::make_shared<Options>();
+  std::vector<std::string> tables, formats;
+  std::string table_help = "Table:";
+  for (const TableKind& kind : table_kinds()) {
+    tables.push_back(kind.name);
+    table_help += std::string("\n  ") + kind.name + ": " + kind.description;
+  }
+  for (const TableFormat& format : table_formats()) formats.push_back(format.name);
+
+  CLI::App* command = app.add_subcommand("report", "Render paper-style tables from results files");
+  command->add_option("results", options->results, "Results files (merged into one view)")->required();
+  command->add_option("--table", options->table, table_help)->required()->check(CLI::IsMember(tables));
+  command->add_option("--format", options->format, "Output format (default md)")->check(CLI::IsMember(formats));
+  command->add_option("--baseline", options->report.baseline,
+                      "Implementation that speedups and memory reductions are relative to "
+                      "(default: cuda.cublas, else cpu.standard)");
+  command->add_option("-o,--output", options->output, "Write the report here (default: standard output)");
+  return {command, [options](const std::vector<std::string>&) {
+            const MergedResults results = load_merged_results(options->results);
+            const Table table = build_table(options->table, results, options->report);
+            const std::string text = find_table_format(options->format)->render(table);
+            if (options->output.empty()) {
+              std::fwrite(text.data(), 1, text.size(), stdout);
+              return kExitSuccess;
+            }
+            try {
+              write_file_atomically(options->output, text);
+            } catch (const std::runtime_error& error) {
+              throw InputError(std::string("-o: ") + error.what());
+            }
+            return kExitSuccess;
+          }};
 }
 
 }  // namespace attnbench

@@ -1,0 +1,166 @@
+// attnbench-gbench: the scenario cases as Google Benchmark benchmarks (DESIGN §4),
+// so Google Benchmark's flags, reporters and tools/compare.py work on them.
+//
+//   attnbench-gbench --scenario=FILE [--scenario=FILE…] [--impl=LIST] [--threads=N]
+//                    [--benchmark_filter=REGEX] [--benchmark_format=json] …
+//
+// Our flags (also accepted as "--flag VALUE") are taken out of argv before
+// Google Benchmark reads the rest. Exit codes: 0 success; 1 a case failed its
+// accuracy check or raised an error; 2 bad usage, a bad scenario file (before
+// any benchmark runs) or a filter that matches nothing; 4 an implementation
+// named with --impl cannot run here. See docs/gbench.md.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "harness/errors.hpp"
+#include "harness/gbench/case_benchmark.hpp"
+#include "harness/runner.hpp"
+#include "harness/scenario.hpp"
+
+namespace {
+
+using namespace attnbench;
+
+struct FrontEndOptions {
+  std::vector<std::string> scenario_paths;
+  std::vector<std::string> implementations;
+  int threads = 0;  // 0: every logical CPU
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+int parse_threads(const std::string& text) {
+  std::size_t used = 0;
+  int threads = 0;
+  try {
+    threads = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || threads < 1 || threads > 4096) {
+    throw InputError("--threads=" + text + ": expected a whole number from 1 to 4096");
+  }
+  return threads;
+}
+
+// Takes --scenario, --impl and --threads out of argv (argc shrinks accordingly).
+FrontEndOptions take_front_end_flags(int& argc, char** argv) {
+  FrontEndOptions options;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument = argv[i];
+    std::string value;
+    std::string_view flag;
+    for (const std::string_view name : {"--scenario", "--impl", "--threads"}) {
+      if (argument == name) {
+        if (i + 1 >= argc) throw InputError(std::string(name) + ": needs a value");
+        flag = name;
+        value = argv[++i];
+        break;
+      }
+      if (argument.starts_with(name) && argument.substr(name.size()).starts_with('=')) {
+        flag = name;
+        value = argument.substr(name.size() + 1);
+        break;
+      }
+    }
+    if (flag.empty()) {
+      argv[kept++] = argv[i];
+    } else if (flag == "--scenario") {
+      options.scenario_paths.push_back(value);
+    } else if (flag == "--impl") {
+      options.implementations = split_commas(value);
+    } else {
+      options.threads = parse_threads(value);
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return options;
+}
+
+void print_help() {
+  std::printf(
+      "attnbench-gbench: attnbench scenario cases as Google Benchmark benchmarks\n"
+      "  --scenario=FILE   scenario file (repeatable; at least one)\n"
+      "  --impl=LIST       comma-separated implementations (default: the scenario's)\n"
+      "  --threads=N       host threads for CPU implementations (default: all)\n"
+      "Benchmarks are named <scenario>/<implementation>/<case_key>; --benchmark_filter is\n"
+      "a POSIX extended regex, so escape . + ( ) in case keys. See docs/gbench.md.\n\n");
+  benchmark::PrintDefaultHelp();
+}
+
+// One benchmark per (case, implementation), case by case, timed with manual time.
+void register_benchmarks(const std::vector<Scenario>& scenarios, const std::vector<std::string>& requested,
+                         gbench::CaseBenchmarks& benchmarks) {
+  for (const Scenario& scenario : scenarios) {
+    const std::vector<Implementation*> implementations =
+        requested.empty() ? select_implementations(scenario.implementations, scenario.path + ": implementations")
+                          : select_implementations(requested, "--impl");
+    for (std::size_t case_index = 0; case_index < scenario.cases.size(); ++case_index) {
+      for (Implementation* implementation : implementations) {
+        const std::string name = gbench::benchmark_name(scenario, scenario.cases[case_index], *implementation);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&benchmarks, &scenario, case_index, implementation](benchmark::State& state) {
+                                       benchmarks.run(state, scenario, case_index, *implementation);
+                                     })
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  const FrontEndOptions options = take_front_end_flags(argc, argv);
+  benchmark::Initialize(&argc, argv, print_help);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitBadInput;
+  if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
+
+  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  gbench::CaseBenchmarks benchmarks(threads);
+  register_benchmarks(scenarios, options.implementations, benchmarks);
+
+  const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  benchmark::Shutdown();
+  if (matched == 0) throw InputError("--benchmark_filter=" + filter + " matches no benchmark");
+  return benchmarks.any_failed() ? kExitGateFailed : kExitSuccess;
+}
+
+}  // namespace
+
+// Only here do errors become exit codes; messages go to stderr, so stdout stays
+// the reporter's (JSON with --benchmark_format=json).
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const InputError& error) {
+    for (const auto& diagnostic : error.diagnostics()) {
+      std::fprintf(stderr, "attnbench-gbench: error: %s\n", diagnostic.format().c_str());
+    }
+    return kExitBadInput;
+  } catch (const EnvironmentError& error) {
+    std::fprintf(stderr, "attnbench-gbench: error: %s\n", error.what());
+    return kExitEnvironment;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "attnbench-gbench: internal error: %s\n", error.what());
+    return kExitGateFailed;
+  }
+}

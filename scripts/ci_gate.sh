@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The pull-request gate (DESIGN §6; docs/ci-gate.md has a GitHub Actions example):
+# runs one scenario with the base build and the head build on this machine,
+# interleaved, merges each side and compares them with the head's `attnbench compare`.
+#
+#   scripts/ci_gate.sh BASE_BIN HEAD_BIN SCENARIO OUTDIR [N]
+#
+# The cases are split into N shards (default 4). Round k runs shard k/N with both
+# builds, the base first in odd rounds and the head first in even ones (A B B A …),
+# so a slow drift of the machine (clocks, temperature, neighbours) falls on both
+# sides alike. Each side's shards are merged (OUTDIR/base.json, OUTDIR/head.json)
+# and compared into OUTDIR/summary.md, OUTDIR/junit.xml and OUTDIR/compare.json.
+#
+# Exit status: compare's — 0 pass or improvement, 1 regression or accuracy failure,
+# 3 not comparable or inconclusive (rerun or inspect), 2 bad input. A run or merge
+# that fails in another way ends the gate early with its own status, its log shown.
+# Environment: RUN_ARGS (more `attnbench run` options for both sides, e.g.
+# "--impl cuda.flash,cuda.cublas"), COMPARE_ARGS (more `attnbench compare`
+# options, e.g. "--config gate.json").
+set -euo pipefail
+
+if [[ $# -ne 4 && $# -ne 5 ]] || [[ ! ${5:-4} =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 BASE_BIN HEAD_BIN SCENARIO OUTDIR [N]" >&2
+  exit 2
+fi
+declare -A binary=([base]=$1 [head]=$2)
+scenario=$3
+outdir=$4
+rounds=${5:-4}
+for side in base head; do
+  if [[ ! -x ${binary[$side]} ]]; then
+    echo "ci_gate: the $side binary ${binary[$side]} is not an executable file" >&2
+    exit 2
+  fi
+done
+read -r -a run_args <<< "${RUN_ARGS:-}"
+read -r -a compare_args <<< "${COMPARE_ARGS:-}"
+
+# Runs shard K/N with one side's build, output and log in OUTDIR/SIDE/. Exit 1
+# (a record failed, e.g. accuracy) still leaves a complete part for compare to
+# judge; an unfinished part is caught by merge --require-complete.
+run_shard() {
+  local side=$1 k=$2 status=0
+  local part="$outdir/$side/part-$k.json" log="$outdir/$side/part-$k.log"
+  echo "ci_gate: round $k/$rounds: $side"
+  "${binary[$side]}" run "$scenario" "${run_args[@]}" --shard "$k/$rounds" -o "$part" > "$log" 2>&1 || status=$?
+  if [[ $status -ne 0 && $status -ne 1 ]]; then
+    tail -n 20 "$log" >&2
+    echo "ci_gate: the $side build failed on shard $k/$rounds (exit $status); log: $log" >&2
+    exit "$status"
+  fi
+}
+
+for side in base head; do
+  mkdir -p "$outdir/$side"
+  for ((k = 1; k <= rounds; k++)); do rm -f "$outdir/$side/part-$k.json"; done
+done
+for ((k = 1; k <= rounds; k++)); do
+  if ((k % 2)); then order=(base head); else order=(head base); fi
+  for side in "${order[@]}"; do run_shard "$side" "$k"; done
+done
+
+for side in base head; do
+  parts=()
+  for ((k = 1; k <= rounds; k++)); do parts+=("$outdir/$side/part-$k.json"); done
+  "${binary[head]}" merge "${parts[@]}" --require-complete -o "$outdir/$side.json"
+done
+
+status=0
+"${binary[head]}" compare "$outdir/base.json" "$outdir/head.json" "${compare_args[@]}" \
+  --markdown "$outdir/summary.md" --junit "$outdir/junit.xml" --json "$outdir/compare.json" || status=$?
+echo "ci_gate: compare exited $status; summary: $outdir/summary.md"
+exit "$status"

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""scripts/ci_gate.sh end to end on two copies of the same build.
+
+The "base" and "head" builds are wrappers that log each call and run the same
+attnbench binary on a tiny CPU scenario. Against itself the gate must exit 0
+(pass) and write summary.md, junit.xml and compare.json; the log shows the
+interleaving (base then head in odd rounds, head then base in even ones) and
+that the head build merges and compares. A head whose runs report more peak
+memory is a deterministic regression: the gate must exit 1. A run that cannot
+start ends the gate with its status; bad arguments exit 2 before anything runs.
+The time threshold is raised (COMPARE_ARGS) because a shared test machine can
+slow one side's samples many times over; compare's own tests cover its statistics.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+ARGS = None
+
+SCENARIO = {
+    "name": "gate",
+    "description": "small cases for the CI gate test",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "direction": "fwd"},
+    "sweep": {"seqlen": [32, 48]},
+    "implementations": ["cpu.flash"],
+    "accuracy": {"check": False},
+    "measure": {"cache": "hot", "warmup_min_iterations": 2, "warmup_min_seconds": 0, "min_samples": 10,
+                "max_samples": 20, "min_seconds": 0, "max_seconds": 0.2},
+}
+
+
+class CiGate(unittest.TestCase):
+    def setUp(self):
+        self.directory = pathlib.Path(tempfile.mkdtemp(prefix="attnbench_gate_"))
+        self.scenario = self.directory / "gate.json"
+        self.scenario.write_text(json.dumps(SCENARIO))
+        self.log = self.directory / "calls.log"
+        self.builds = {side: self.wrapper(side) for side in ("base", "head")}
+        self.gate = ARGS.source_dir / "scripts" / "ci_gate.sh"
+
+    def tearDown(self):
+        shutil.rmtree(self.directory)
+
+    def wrapper(self, side, extra_peak_bytes=0):
+        """A build of `side`: logs "<side> <subcommand> [K/N]" and runs the real binary; its runs
+        then add `extra_peak_bytes` to every measured peak memory."""
+        path = self.directory / side / "attnbench"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+arguments = sys.argv[1:]
+shard = arguments[arguments.index("--shard") + 1] if "--shard" in arguments else ""
+with open({str(self.log)!r}, "a") as log:
+    log.write(f"{side} {{arguments[0]}} {{shard}}\\n")
+status = subprocess.call([{str(ARGS.binary)!r}, *arguments])
+if arguments[0] == "run" and {extra_peak_bytes}:
+    output = arguments[arguments.index("-o") + 1]
+    with open(output) as file:
+        results = json.load(file)
+    for record in results["records"]:
+        if record["memory"]:
+            record["memory"]["peak_bytes"] += {extra_peak_bytes}
+            record["memory"]["extra_bytes"] += {extra_peak_bytes}
+    with open(output, "w") as file:
+        json.dump(results, file)
+sys.exit(status)
+""")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        return path
+
+    def gate_run(self, *arguments):
+        env = {k: v for k, v in os.environ.items() if k != "RUN_ARGS"}
+        env["COMPARE_ARGS"] = "--time-threshold 100"
+        return subprocess.run(["bash", str(self.gate), *map(str, arguments)], capture_output=True, text=True,
+                              env=env, cwd=self.directory)
+
+    def test_a_build_against_itself_passes_with_all_three_outputs(self):
+        outdir = self.directory / "gate"
+        gate = self.gate_run(self.builds["base"], self.builds["head"], self.scenario, outdir, 2)
+        self.assertEqual(gate.returncode, 0, gate.stdout + gate.stderr)
+
+        calls = self.log.read_text().split("\n")
+        runs = [line for line in calls if " run " in line]
+        self.assertEqual(runs, ["base run 1/2", "head run 1/2", "head run 2/2", "base run 2/2"])
+        self.assertEqual([line.split()[:2] for line in calls if " merge " in line or " compare " in line],
+                         [["head", "merge"], ["head", "merge"], ["head", "compare"]])
+
+        for side in ("base", "head"):
+            merged = json.loads((outdir / f"{side}.json").read_text())
+            self.assertTrue(merged["complete"], side)
+            self.assertEqual(len(merged["merged_from"]), 2)
+        self.assertTrue((outdir / "summary.md").read_text().strip())
+        junit = ElementTree.parse(outdir / "junit.xml").getroot()
+        self.assertEqual(len(junit.findall(".//testcase")), 2, "one test case per compared cell")
+        self.assertEqual(junit.findall(".//failure"), [])
+        self.assertIsInstance(json.loads((outdir / "compare.json").read_text()), dict)
+
+    def test_a_regression_fails_the_gate_with_exit_one(self):
+        regressed = self.wrapper("regressed", extra_peak_bytes=4096)
+        outdir = self.directory / "gate"
+        gate = self.gate_run(self.builds["base"], regressed, self.scenario, outdir, 2)
+        self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
+        self.assertIn("compare exited 1", gate.stdout)
+        junit = ElementTree.parse(outdir / "junit.xml").getroot()
+        self.assertEqual(len(junit.findall(".//failure")), 2, "both cells grew by 4 KiB")
+
+    def test_bad_arguments_exit_two_before_running_anything(self):
+        outdir = self.directory / "never"
+        for arguments in ([self.builds["base"], self.builds["head"], self.scenario],
+                          [self.builds["base"], self.builds["head"], self.scenario, outdir, "0"],
+                          [self.directory / "absent", self.builds["head"], self.scenario, outdir]):
+            gate = self.gate_run(*arguments)
+            self.assertEqual(gate.returncode, 2, gate.stderr)
+        self.assertFalse(self.log.exists())
+        self.assertFalse(outdir.exists())
+
+    def test_a_run_that_cannot_start_ends_the_gate_with_its_status(self):
+        bad = self.directory / "bad.json"
+        bad.write_text('{"name": "bad"}')
+        gate = self.gate_run(self.builds["base"], self.builds["head"], bad, self.directory / "out", 2)
+        self.assertEqual(gate.returncode, 2, gate.stdout + gate.stderr)
+        self.assertIn("the base build failed on shard 1/2 (exit 2)", gate.stderr)
+        self.assertNotIn("compare", self.log.read_text())
+
+
+def resolved_path(text):
+    return pathlib.Path(text).resolve()
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True, type=resolved_path, help="the attnbench binary")
+    parser.add_argument("--source-dir", required=True, type=resolved_path)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+// End to end: `attnbench report` on results files written by `attnbench run` of
+// a tiny CPU sweep — every table in every format, -o, merged files, and bad
+// input (exit 2, nothing written).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout, and stderr too unless redirected
+};
+
+CommandResult run_attnbench(const std::string& arguments, bool with_stderr = true) {
+  const std::string command =
+      std::string(ATTNBENCH_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Two sequence lengths, the tiled and the materializing implementation, fwd+bwd.
+const char* kSweep = R"({
+  "name": "report_sweep", "description": "tiny sweep for report tests",
+  "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "direction": "fwd+bwd"},
+  "sweep": {"seqlen": [32, 64]},
+  "implementations": ["cpu.flash", "cpu.standard"],
+  "measure": {"cache": "hot", "warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 3,
+              "max_samples": 3, "min_seconds": 0, "max_seconds": 0.05}
+})";
+
+class CliReport : public ::testing::Test {
+ protected:
+  // One run for the whole suite; a second, of cpu.reference only, to merge with it.
+  static void SetUpTestSuite() {
+    // Per process: CTest runs each test of the suite as a process of its own, in parallel.
+    directory_ = fs::path(::testing::TempDir()) / ("attnbench_cli_report_" + std::to_string(getpid()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+    std::ofstream(directory_ / "sweep.json") << kSweep;
+    const std::string scenario = (directory_ / "sweep.json").string();
+    run_ = run_attnbench("run " + scenario + " -o " + results().string());
+    reference_run_ = run_attnbench("run " + scenario + " --impl cpu.reference -o " + reference_results().string());
+  }
+  static void TearDownTestSuite() { fs::remove_all(directory_); }
+  void SetUp() override {
+    ASSERT_EQ(run_.exit_code, 0) << run_.output;
+    ASSERT_EQ(reference_run_.exit_code, 0) << reference_run_.output;
+  }
+
+  static fs::path results() { return directory_ / "results.json"; }
+  static fs::path reference_results() { return directory_ / "reference.json"; }
+  static fs::path path(const std::string& name) { return directory_ / name; }
+
+  static inline fs::path directory_;
+  static inline CommandResult run_, reference_run_;
+};
+
+TEST_F(CliReport, EveryTableInEveryFormat) {
+  for (const char* table : {"fig2", "seqlen", "memory", "io", "accuracy"}) {
+    for (const char* format : {"md", "csv", "latex", "json"}) {
+      SCOPED_TRACE(std::string(table) + " " + format);
+      const CommandResult report =
+          run_attnbench("report " + results().string() + " --table " + table + " --format " + format, false);
+      ASSERT_EQ(report.exit_code, 0) << report.output;
+      ASSERT_FALSE(report.output.empty());
+      if (std::string(format) == "json") {
+        const Json parsed = Json::parse(report.output);
+        EXPECT_EQ(parsed["schema"], "attnbench.report/1");
+        EXPECT_EQ(parsed["table"], table);
+        EXPECT_FALSE(parsed["groups"].empty());
+      } else if (std::string(format) == "md") {
+        EXPECT_EQ(report.output.rfind("## ", 0), 0u);
+        EXPECT_NE(report.output.find("cpu.flash"), std::string::npos);
+      } else if (std::string(format) == "latex") {
+        EXPECT_NE(report.output.find("\\toprule"), std::string::npos);
+      } else {
+        EXPECT_EQ(report.output.rfind("group,", 0), 0u);
+      }
+    }
+  }
+}
+
+TEST_F(CliReport, MarkdownIsTheDefaultAndRowsFollowTheSweep) {
+  const CommandResult report = run_attnbench("report " + results().string() + " --table seqlen", false);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("cpu.flash speedup"), std::string::npos) << "cpu.standard is the default baseline";
+  EXPECT_NE(report.output.find("\n|  32 |"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("\n|  64 |"), std::string::npos) << report.output;
+}
+
+TEST_F(CliReport, OutputFileHoldsWhatStandardOutputWould) {
+  const fs::path output = path("out/seqlen.csv");
+  const CommandResult written =
+      run_attnbench("report " + results().string() + " --table seqlen --format csv -o " + output.string());
+  ASSERT_EQ(written.exit_code, 0) << written.output;
+  EXPECT_TRUE(written.output.empty()) << written.output;
+  const CommandResult printed = run_attnbench("report " + results().string() + " --table seqlen --format csv", false);
+  EXPECT_EQ(read_text(output), printed.output);
+}
+
+TEST_F(CliReport, MergesFilesIntoOneView) {
+  const CommandResult report = run_attnbench(
+      "report " + results().string() + " " + reference_results().string() + " --table seqlen --format json", false);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const Json parsed = Json::parse(report.output);
+  EXPECT_EQ(parsed["sources"].size(), 2u);
+  bool reference = false;
+  for (const Json& column : parsed["columns"])
+    reference = reference || column.value("implementation", "") == "cpu.reference";
+  EXPECT_TRUE(reference) << "the second file's implementation has columns";
+}
+
+TEST_F(CliReport, BadInputExitsTwoAndWritesNothing) {
+  std::ofstream(path("broken.json")) << "{\"schema\": \"attnbench.results/1\",";
+  const fs::path output = path("never.md");
+  const CommandResult broken = run_attnbench("report " + results().string() + " " + path("broken.json").string() +
+                                             " --table seqlen -o " + output.string());
+  EXPECT_EQ(broken.exit_code, 2) << broken.output;
+  EXPECT_NE(broken.output.find("broken.json"), std::string::npos) << broken.output;
+  EXPECT_FALSE(fs::exists(output));
+
+  std::ofstream(path("not_results.json")) << R"({"schema": "attnbench.results/1", "records": []})";
+  const CommandResult invalid = run_attnbench("report " + path("not_results.json").string() + " --table fig2");
+  EXPECT_EQ(invalid.exit_code, 2) << invalid.output;
+  EXPECT_NE(invalid.output.find("not_results.json"), std::string::npos) << invalid.output;
+
+  const CommandResult missing = run_attnbench("report " + path("absent.json").string() + " --table fig2");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("absent.json"), std::string::npos) << missing.output;
+
+  const CommandResult twice =
+      run_attnbench("report " + results().string() + " " + results().string() + " --table fig2 -o " + output.string());
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("is also in"), std::string::npos) << twice.output;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+TEST_F(CliReport, BadUsageExitsTwo) {
+  const std::string file = results().string();
+  const CommandResult table = run_attnbench("report " + file + " --table fig3");
+  EXPECT_EQ(table.exit_code, 2) << table.output;
+  EXPECT_NE(table.output.find("fig3"), std::string::npos) << table.output;
+  EXPECT_EQ(run_attnbench("report " + file + " --table seqlen --format html").exit_code, 2);
+  EXPECT_EQ(run_attnbench("report " + file).exit_code, 2) << "--table is required";
+  const fs::path output = path("never.md");
+  const CommandResult baseline =
+      run_attnbench("report " + file + " --table seqlen --baseline cuda.cublas -o " + output.string());
+  EXPECT_EQ(baseline.exit_code, 2) << baseline.output;
+  EXPECT_NE(baseline.output.find("--baseline cuda.cublas"), std::string::npos) << baseline.output;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+}  // namespace

@@ -1,0 +1,513 @@
+// The regression gate on synthetic results documents (valid against the results
+// schema): matching and unmatched cells, device identity, each metric's
+// tolerance, record statuses, throttling, the cell verdict and exit codes, the
+// configuration file with its overrides, and the rendered outputs.
+#include "harness/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "harness/compare_outputs.hpp"
+#include "harness/errors.hpp"
+#include "harness/json_schema.hpp"
+#include "harness/json_text.hpp"
+#include "harness/results.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A results file with no records, on one CPU.
+Json results_document() {
+  return Json::parse(R"({
+    "schema": "attnbench.results/1",
+    "tool": {"name": "attnbench", "version": "0.1.0", "git_revision": "abc1234", "build_type": "Release",
+             "compiler": "GNU-13.2.0", "cuda_built": false},
+    "command_line": ["attnbench", "run", "synthetic.json"],
+    "started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:00Z", "complete": true,
+    "host": {"hostname": "bench", "os": "Linux", "cpu_model": "Test CPU", "logical_cpus": 2, "memory_bytes": 1073741824},
+    "devices": [{"kind": "cpu", "name": "Test CPU", "logical_cpus": 2, "last_level_cache_bytes": 1048576,
+                 "memory_bytes": 1073741824}],
+    "threads": 2, "shard": null, "scenarios": [], "records": []})");
+}
+
+// `count` samples around `median` seconds with 1% lognormal noise, seeded.
+std::vector<double> samples(double median, std::uint64_t seed, std::size_t count = 20) {
+  std::mt19937_64 random(seed);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  std::vector<double> values(count);
+  for (double& value : values) value = median * std::exp(noise(random));
+  return values;
+}
+
+// One ok record of cpu.flash for case `case_key`, timed by `timing_samples`.
+Json record(const std::string& case_key, const std::vector<double>& timing_samples,
+            const std::string& implementation = "cpu.flash") {
+  Json r = Json::parse(R"({
+    "scenario": "synthetic", "case_index": 0, "case_key": "", "case_origin": "cases[0]",
+    "implementation": "", "device": "cpu",
+    "problem": {"batch": 1, "heads": 1, "kv_heads": 1, "seqlen_q": 64, "seqlen_k": 64, "head_dim": 16, "dtype": "fp16",
+                "layout": "bshd", "causal": false, "window": null, "align": "bottom_right",
+                "padding": {"kind": "none", "lengths_q": [64], "lengths_k": [64]},
+                "dropout": {"p": 0, "seed": 0, "offset": 0}, "scale": 0.25, "scale_is_default": true,
+                "direction": "fwd", "input": {"distribution": "normal", "mean": 0, "std": 1, "seed": 0},
+                "block_q": null, "block_k": null},
+    "status": "ok", "reason": "", "configuration": {},
+    "flops": {"visible_pairs": 4096, "forward": 262144, "backward": 655360, "total": 262144},
+    "timing": {"clock": "host", "cache": "hot", "cache_flush_bytes": 0, "warmup_iterations": 1, "warmup_seconds": 0.001,
+               "samples_seconds": [], "converged": true, "stop_reason": "converged", "wall_seconds": 0.1,
+               "throttled": null,
+               "statistics": {"count": 20, "min": 0.001, "p10": 0.001, "p25": 0.001, "p50": 0.001, "p75": 0.001,
+                              "p90": 0.001, "p99": 0.001, "max": 0.001, "mean": 0.001, "stddev": 0.00001,
+                              "median_ci_low": 0.001, "median_ci_high": 0.001, "median_ci_confidence": 0.95,
+                              "median_ci_defined": true},
+               "tflops": 0.26, "compulsory_bandwidth_gb_per_s": 8.2},
+    "memory": {"peak_bytes": 1048576, "input_bytes": 6144, "output_bytes": 2048, "workspace_bytes": 0,
+               "extra_bytes": 1040384},
+    "traffic": {"compulsory": {"read_bytes": 6144, "write_bytes": 2048},
+                "counted": {"read_bytes": 800000, "write_bytes": 200000}, "measured": null},
+    "accuracy": {"status": "passed", "reason": "", "oracle": "cpu.reference",
+                 "sample": {"complete": true, "query_heads": 1, "query_rows": 64, "kv_heads": 1,
+                            "key_side_checked": true, "oracle_macs": 65536},
+                 "baseline": "cpu.standard", "rule_applied": true,
+                 "tensors": {"O": {"checked": 1024, "max_abs_error": 0.001, "mean_abs_error": 0.0001,
+                                   "relative_l2_error": 0.0001, "oracle_max_abs": 2.0, "nan": 0, "inf": 0,
+                                   "infinity_mismatch": 0, "oracle_nonfinite": 0, "bound": 0.02,
+                                   "rule_limit": 0.003, "passed": true}}}})");
+  r["case_key"] = case_key;
+  r["implementation"] = implementation;
+  r["timing"]["samples_seconds"] = timing_samples;
+  return r;
+}
+
+// BASE and NEW with the same three cells, timed alike (different seeds).
+struct Pair {
+  Json base = results_document();
+  Json next = results_document();
+  Pair() {
+    for (int i = 0; i < 3; ++i) {
+      const std::string key = "case" + std::to_string(i);
+      base["records"].push_back(record(key, samples(1e-3, 10 + i)));
+      next["records"].push_back(record(key, samples(1e-3, 20 + i)));
+    }
+  }
+  Json& new_record(int i) { return next["records"][i]; }
+  Json& base_record(int i) { return base["records"][i]; }
+  CompareReport compare(const CompareSettings& settings = {}) const {
+    expect_valid(base);
+    expect_valid(next);
+    return compare_results(base, next, settings, "base.json", "new.json");
+  }
+  static void expect_valid(const Json& document) {
+    static const JsonSchema schema(results_schema());
+    std::string all;
+    for (const SchemaError& error : schema.validate(document)) all += format_error(error) + "\n";
+    EXPECT_TRUE(all.empty()) << all;
+  }
+};
+
+const CellComparison& cell(const CompareReport& report, const std::string& case_key) {
+  for (const CellComparison& c : report.cells) {
+    if (c.case_key == case_key) return c;
+  }
+  throw std::runtime_error("no cell " + case_key);
+}
+
+TEST(Compare, TheSameMeasurementsTwicePass) {
+  const Pair pair;
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 0);
+  ASSERT_EQ(report.cells.size(), 3u);
+  for (const CellComparison& c : report.cells) {
+    EXPECT_EQ(c.verdict, CompareVerdict::pass) << c.case_key;
+    ASSERT_NE(c.metric("time"), nullptr);
+    ASSERT_NE(c.metric("hbm_bytes"), nullptr);
+    ASSERT_NE(c.metric("peak_memory"), nullptr);
+    ASSERT_NE(c.metric("accuracy"), nullptr);
+  }
+  EXPECT_TRUE(report.only_in_base.empty());
+  EXPECT_TRUE(report.only_in_new.empty());
+}
+
+TEST(Compare, ASlowerCellRegressesAndAFasterOneImprovesWithoutFailing) {
+  Pair slower;
+  slower.new_record(1)["timing"]["samples_seconds"] = samples(1.3e-3, 21);
+  const CompareReport regressed = slower.compare();
+  EXPECT_EQ(regressed.exit_code, 1);
+  EXPECT_EQ(cell(regressed, "case1").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(regressed, "case0").verdict, CompareVerdict::pass);
+
+  Pair faster;
+  faster.new_record(1)["timing"]["samples_seconds"] = samples(0.7e-3, 21);
+  const CompareReport improved = faster.compare();
+  EXPECT_EQ(improved.exit_code, 0);
+  EXPECT_EQ(cell(improved, "case1").verdict, CompareVerdict::improvement);
+}
+
+TEST(Compare, HbmBytesBeyondTheirToleranceRegress) {
+  Pair pair;
+  pair.new_record(0)["traffic"]["counted"]["read_bytes"] = 800000 + 20000;  // +2% of 1e6
+  pair.new_record(1)["traffic"]["counted"]["read_bytes"] = 800000 + 5000;   // +0.5%
+  pair.new_record(2)["traffic"]["counted"]["read_bytes"] = 800000 - 20000;  // -2%
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(report, "case0").metric("hbm_bytes")->summary, "HBM bytes (counted) +2.0% > 1.00% (976.56 KiB -> 996.09 KiB)");
+  EXPECT_NEAR(cell(report, "case0").metric("hbm_bytes")->details["relative_change"].get<double>(), 0.02, 1e-12);
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
+  EXPECT_EQ(cell(report, "case2").verdict, CompareVerdict::improvement);
+
+  CompareSettings looser;
+  looser.defaults.hbm_tolerance = 0.03;
+  EXPECT_EQ(pair.compare(looser).exit_code, 0);
+}
+
+TEST(Compare, PeakMemoryBeyondItsSlackRegresses) {
+  Pair pair;
+  pair.new_record(0)["memory"]["peak_bytes"] = 1048576 + 4096;
+  pair.new_record(1)["memory"]["peak_bytes"] = 1048576 - 4096;
+  CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(report, "case0").metric("peak_memory")->summary,
+            "peak memory +4.00 KiB > slack 0 B (1.00 MiB -> 1.00 MiB)");
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::improvement);
+
+  CompareSettings slack;
+  slack.defaults.memory_slack = 4096;
+  report = pair.compare(slack);
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::pass) << "within the slack";
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
+}
+
+TEST(Compare, AccuracyBeyondTheFactorOfBasesErrorRegresses) {
+  // BASE's O error is 1e-3 at magnitude 2: the limit is 2 x 1e-3 + 16 x 2^-24 x 2.
+  const double floor = 16.0 * std::ldexp(1.0, -24) * 2.0;
+  Pair pair;
+  pair.new_record(0)["accuracy"]["tensors"]["O"]["max_abs_error"] = 0.002 + 2 * floor;
+  pair.new_record(1)["accuracy"]["tensors"]["O"]["max_abs_error"] = 0.002 + floor / 2;
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 1);
+  const CellComparison& worse = cell(report, "case0");
+  EXPECT_EQ(worse.verdict, CompareVerdict::regression);
+  EXPECT_NE(worse.metric("accuracy")->summary.find("O max abs error 2.00e-03 > 2.0 x 1.00e-03 + 1.91e-06"), std::string::npos)
+      << worse.metric("accuracy")->summary;
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
+
+  CompareSettings factor;
+  factor.defaults.accuracy_factor = 3;
+  EXPECT_EQ(pair.compare(factor).exit_code, 0);
+}
+
+TEST(Compare, AFailedRecordOrFailedAccuracyInNewRegresses) {
+  Pair pair;
+  pair.new_record(0)["status"] = "failed";
+  pair.new_record(0)["reason"] = "accuracy: O: max abs error 5e-02 > bound";
+  pair.new_record(0)["accuracy"]["status"] = "failed";
+  pair.new_record(1)["accuracy"]["status"] = "failed";  // a status "ok" record with failed accuracy
+  pair.new_record(1)["accuracy"]["reason"] = "O: too large";
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(report, "case0").metric("status")->summary, "NEW failed: accuracy: O: max abs error 5e-02 > bound");
+  EXPECT_EQ(cell(report, "case1").metric("accuracy")->verdict, CompareVerdict::regression);
+
+  // Failed in both: a failed accuracy in NEW still regresses; another failure is inconclusive.
+  Pair both;
+  for (Json* r : {&both.base_record(0), &both.new_record(0), &both.base_record(1), &both.new_record(1)}) {
+    (*r)["status"] = "failed";
+    (*r)["reason"] = "error";
+  }
+  both.new_record(0)["accuracy"]["status"] = "failed";
+  const CompareReport failed = both.compare();
+  EXPECT_EQ(cell(failed, "case0").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(failed, "case1").verdict, CompareVerdict::inconclusive);
+}
+
+TEST(Compare, StatusTransitions) {
+  Pair pair;
+  pair.new_record(0)["status"] = "skipped";  // NEW skipped where BASE ran
+  pair.new_record(0)["reason"] = "would not fit";
+  pair.new_record(0)["timing"] = nullptr;
+  for (Json* r : {&pair.base_record(1), &pair.new_record(1)}) {  // skipped in both
+    (*r)["status"] = "skipped";
+    (*r)["timing"] = nullptr;
+  }
+  pair.base_record(2)["status"] = "failed";  // fixed in NEW
+  CompareReport report = pair.compare();
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::inconclusive);
+  EXPECT_EQ(cell(report, "case0").metric("status")->summary, "NEW skipped: would not fit");
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
+  EXPECT_EQ(cell(report, "case1").metric("status")->summary, "skipped in BASE and NEW: nothing to compare");
+  EXPECT_EQ(cell(report, "case2").verdict, CompareVerdict::improvement);
+  EXPECT_EQ(report.exit_code, 3) << "inconclusive and nothing regressed";
+
+  Pair untimed;
+  untimed.base_record(0)["timing"] = nullptr;  // an ok record without timing
+  report = untimed.compare();
+  EXPECT_EQ(cell(report, "case0").metric("time")->verdict, CompareVerdict::inconclusive);
+  EXPECT_EQ(cell(report, "case0").metric("time")->summary, "time: no timing in BASE");
+  EXPECT_EQ(report.exit_code, 3);
+}
+
+TEST(Compare, AThrottledRecordMakesTimeInconclusive) {
+  Pair pair;
+  pair.new_record(0)["timing"]["throttled"] = true;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(1.5e-3, 3);  // would be a regression
+  pair.base_record(1)["timing"]["throttled"] = false;
+  pair.new_record(1)["timing"]["throttled"] = false;
+  CompareReport report = pair.compare();
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::inconclusive);
+  EXPECT_EQ(cell(report, "case0").metric("time")->summary, "time: throttled (NEW)");
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass) << "false: monitored and not throttled";
+  EXPECT_EQ(cell(report, "case2").verdict, CompareVerdict::pass) << "null: not monitored";
+  EXPECT_EQ(report.exit_code, 3);
+
+  pair.new_record(1)["memory"]["peak_bytes"] = 2 * 1048576;  // a regression elsewhere wins
+  EXPECT_EQ(pair.compare().exit_code, 1);
+}
+
+TEST(Compare, DifferentDevicesAreRefusedUnlessAllowed) {
+  Pair pair;
+  pair.next["devices"][0]["name"] = "Other CPU";
+  pair.next["devices"][0]["free_memory_bytes"] = 12345;  // volatile: ignored
+  CompareReport report = pair.compare();
+  EXPECT_TRUE(report.refused);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_TRUE(report.cells.empty());
+  ASSERT_EQ(report.device_differences.size(), 1u);
+  EXPECT_EQ(report.device_differences[0].format(), "cpu name: \"Test CPU\" (BASE) vs \"Other CPU\" (NEW)");
+  EXPECT_NE(render_compare_refusal(report).find("--allow-different-devices"), std::string::npos);
+
+  CompareSettings allowed;
+  allowed.allow_different_devices = true;
+  report = pair.compare(allowed);
+  EXPECT_FALSE(report.refused);
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_EQ(report.device_differences.size(), 1u) << "still reported";
+
+  Pair volatile_only;
+  volatile_only.next["devices"][0]["sm_clock_mhz"] = 1410;
+  volatile_only.next["devices"][0]["logical_cpus"] = 4;
+  EXPECT_EQ(volatile_only.compare().exit_code, 0) << "only identity fields count";
+  Pair undescribed;  // no cpu device in NEW: its cpu records were all skipped
+  undescribed.next["devices"] = Json::array();
+  for (Json& r : undescribed.next["records"]) {
+    r["status"] = "skipped";
+    r["timing"] = nullptr;
+  }
+  EXPECT_FALSE(undescribed.compare().refused);
+  Pair driver;
+  driver.next["devices"][0]["driver"] = "550.54";
+  report = driver.compare();
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.device_differences.at(0).format(), "cpu driver: (absent) (BASE) vs \"550.54\" (NEW)");
+}
+
+TEST(Compare, UnmatchedCellsAreListedAndDoNotChangeTheExitCode) {
+  Pair pair;
+  pair.base["records"].push_back(record("gone", samples(1e-3, 1)));
+  pair.next["records"].push_back(record("case0", samples(1e-3, 2), "cpu.standard"));  // another implementation
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_EQ(report.cells.size(), 3u);
+  ASSERT_EQ(report.only_in_base.size(), 1u);
+  EXPECT_EQ(report.only_in_base[0].case_key, "gone");
+  ASSERT_EQ(report.only_in_new.size(), 1u);
+  EXPECT_EQ(report.only_in_new[0].implementation, "cpu.standard");
+  for (const std::string& output : {render_compare_terminal(report), render_compare_markdown(report),
+                                    render_compare_junit(report), compare_report_json(report).dump()}) {
+    EXPECT_NE(output.find("gone"), std::string::npos) << output;
+    EXPECT_NE(output.find("cpu.standard"), std::string::npos) << output;
+  }
+}
+
+TEST(Compare, NoCellInCommonIsNotAPass) {
+  Pair pair;
+  for (Json& r : pair.next["records"]) r["scenario"] = "renamed";
+  const CompareReport report = pair.compare();
+  EXPECT_TRUE(report.cells.empty());
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(render_compare_terminal(report).find("no cell is in both files"), std::string::npos);
+}
+
+TEST(Compare, ACellIsAsBadAsItsWorstMetric) {
+  Pair pair;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(0.7e-3, 3);  // faster…
+  pair.new_record(0)["memory"]["peak_bytes"] = 2 * 1048576;             // …but bigger
+  pair.new_record(1)["timing"]["samples_seconds"] = samples(0.7e-3, 4);  // faster, nothing worse
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::regression);
+  EXPECT_EQ(cell(report, "case0").metric("time")->verdict, CompareVerdict::improvement);
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::improvement);
+}
+
+TEST(Compare, TwoRecordsOfOneCellAreBadInput) {
+  Pair pair;
+  pair.next["records"].push_back(pair.next["records"][1]);
+  try {
+    pair.compare();
+    FAIL() << "no InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("new.json: records[3]: same (scenario, case_key, implementation) as records[1]"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// ---- configuration ----
+
+CompareSettings parse_config(const std::string& text) {
+  std::vector<Diagnostic> diagnostics;
+  const Json document = parse_json_document(text, "gate.json", diagnostics);
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+  return parse_compare_config(document, "gate.json");
+}
+
+std::string config_error(const std::string& text) {
+  try {
+    parse_config(text);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(CompareConfig, DefaultsAndOverridesByRegexLaterOnesWin) {
+  const CompareSettings settings = parse_config(R"({
+    // comments are allowed
+    "time_threshold": 0.1, "alpha": 0.01, "hbm_tolerance": 0.02, "memory_slack": 1024, "accuracy_factor": 3,
+    "overrides": [
+      {"match": "case1", "time_threshold": 0.5},
+      {"match": "^synthetic/case1/cpu\\.flash$", "memory_slack": 0},
+      {"match": "case", "accuracy_factor": 4}
+    ]})");
+  EXPECT_DOUBLE_EQ(settings.alpha, 0.01);
+  const Tolerances other = settings.for_cell("synthetic", "case0", "cpu.flash");
+  EXPECT_DOUBLE_EQ(other.time_threshold, 0.1);
+  EXPECT_DOUBLE_EQ(other.hbm_tolerance, 0.02);
+  EXPECT_EQ(other.memory_slack, 1024u);
+  EXPECT_DOUBLE_EQ(other.accuracy_factor, 4);
+  const Tolerances matched = settings.for_cell("synthetic", "case1", "cpu.flash");
+  EXPECT_DOUBLE_EQ(matched.time_threshold, 0.5);
+  EXPECT_EQ(matched.memory_slack, 0u);
+  EXPECT_EQ(settings.for_cell("synthetic", "case1", "cpu.standard").memory_slack, 1024u) << "anchored pattern";
+
+  // A 30% slowdown passes in the cell whose threshold is 50%, and fails elsewhere.
+  Pair pair;
+  pair.new_record(1)["timing"]["samples_seconds"] = samples(1.3e-3, 21);
+  CompareReport report = pair.compare(settings);
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
+  EXPECT_DOUBLE_EQ(cell(report, "case1").tolerances.time_threshold, 0.5);
+  EXPECT_EQ(report.exit_code, 0);
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(1.3e-3, 20);
+  report = pair.compare(settings);
+  EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::regression);
+}
+
+TEST(CompareConfig, CommandLineFlagsReplaceTheDefaultsAndOverridesStillApply) {
+  CompareSettings settings = parse_config(R"({"time_threshold": 0.1, "overrides": [{"match": "case1", "time_threshold": 0.5}]})");
+  apply_command_line_settings(settings, Json{{"time_threshold", 0.2}, {"allow_different_devices", true}});
+  EXPECT_DOUBLE_EQ(settings.for_cell("synthetic", "case0", "cpu.flash").time_threshold, 0.2);
+  EXPECT_DOUBLE_EQ(settings.for_cell("synthetic", "case1", "cpu.flash").time_threshold, 0.5);
+  EXPECT_TRUE(settings.allow_different_devices);
+  try {
+    apply_command_line_settings(settings, Json{{"alpha", 0.7}});
+    FAIL() << "no InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.diagnostics().at(0).path, "--alpha");
+  }
+  try {
+    apply_command_line_settings(settings, Json{{"time_threshold", std::nan("")}});
+    FAIL() << "no InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.diagnostics().at(0).format(), "--time-threshold: must be a finite number");
+  }
+}
+
+TEST(CompareConfig, BadConfigurationsNameTheFileAndTheKey) {
+  EXPECT_NE(config_error(R"({"time_treshold": 0.1})").find("gate.json: time_treshold: unknown key"), std::string::npos)
+      << config_error(R"({"time_treshold": 0.1})");
+  EXPECT_NE(config_error(R"({"alpha": 0.7})").find("gate.json: alpha: "), std::string::npos);
+  EXPECT_NE(config_error(R"({"memory_slack": -1})").find("gate.json: memory_slack: "), std::string::npos);
+  EXPECT_NE(config_error(R"({"memory_slack": 1.5})").find("gate.json: memory_slack: "), std::string::npos);
+  EXPECT_NE(config_error(R"({"overrides": [{"match": "(", "time_threshold": 1}]})")
+                .find("gate.json: overrides[0].match: \"(\" is not a valid ECMAScript regular expression"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"overrides": [{"match": "x"}]})").find("gate.json: overrides[0]: "), std::string::npos)
+      << "an override that changes nothing";
+  EXPECT_NE(config_error(R"({"overrides": [{"match": "x", "alpha": 0.1}]})").find("overrides[0].alpha: unknown key"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"alpha": 0.1, "alpha": 0.2})").find("gate.json: alpha: key given twice"), std::string::npos);
+  EXPECT_EQ(config_error(R"({})"), "");
+}
+
+// ---- outputs ----
+
+TEST(CompareOutputs, JUnitHasOneTestCasePerCellWithEscapedNamesAndTheEstimateInTheFailure) {
+  Pair pair;
+  for (Json* r : {&pair.base_record(2), &pair.new_record(2)}) (*r)["case_key"] = "a<b>&\"c'";
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(1.3e-3, 20);
+  pair.new_record(1)["timing"]["throttled"] = true;
+  const CompareReport report = pair.compare();
+  const std::string junit = render_compare_junit(report);
+  EXPECT_NE(junit.find("<testsuite name=\"attnbench compare\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"synthetic.cpu.flash\" name=\"a&lt;b&gt;&amp;&quot;c&apos;\">"),
+            std::string::npos)
+      << junit;
+  std::string time = cell(report, "case0").metric("time")->summary;  // "time +30.0% [+29.2%, +30.8%] > +5.0%"
+  ASSERT_NE(time.find("] > +5.0%"), std::string::npos) << time;
+  time.replace(time.find('>'), 1, "&gt;");
+  EXPECT_NE(junit.find("<failure type=\"regression\" message=\"" + time + "\"/>"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<skipped message=\"time: throttled (NEW)\"/>"), std::string::npos) << junit;
+}
+
+TEST(CompareOutputs, MarkdownListsRegressionsFirstAndEscapesTableCells) {
+  Pair pair;
+  for (Json* r : {&pair.base_record(2), &pair.new_record(2)}) (*r)["case_key"] = "pipe|key";
+  pair.new_record(2)["timing"]["samples_seconds"] = samples(1.3e-3, 20);
+  const CompareReport report = pair.compare();
+  const std::string markdown = render_compare_markdown(report);
+  EXPECT_EQ(markdown.rfind("## attnbench compare: regression (exit 1)", 0), 0u) << markdown;
+  EXPECT_NE(markdown.find("**1 regression**, 0 inconclusive, 0 improvement, 2 pass (3 cells compared"), std::string::npos)
+      << markdown;
+  const auto regressions = markdown.find("### Regressions"), others = markdown.find("### Other cells");
+  ASSERT_NE(regressions, std::string::npos);
+  ASSERT_NE(others, std::string::npos);
+  EXPECT_LT(regressions, others);
+  EXPECT_NE(markdown.find("`synthetic/pipe\\|key`", regressions), std::string::npos) << markdown;
+  EXPECT_LT(markdown.find("pipe"), others);
+}
+
+TEST(CompareOutputs, JsonCarriesSettingsCellsSummaryAndExitCode) {
+  Pair pair;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(1.3e-3, 20);
+  pair.new_record(1)["traffic"]["counted"]["read_bytes"] = 0;  // from 1e6 to 2e5 bytes
+  pair.base_record(2)["traffic"]["counted"] = Json{{"read_bytes", 0}, {"write_bytes", 0}};
+  const Json json = compare_report_json(pair.compare());
+  EXPECT_EQ(json["schema"], "attnbench.compare/1");
+  EXPECT_EQ(json["exit_code"], 1);
+  EXPECT_EQ(json["summary"]["cells"], 3);
+  EXPECT_EQ(json["summary"]["regression"], 2);
+  EXPECT_EQ(json["summary"]["improvement"], 1);
+  EXPECT_EQ(json["inputs"]["base"]["path"], "base.json");
+  EXPECT_EQ(json["settings"]["defaults"]["time_threshold"], 0.05);
+  const Json& time = json["cells"][0]["metrics"]["time"];
+  EXPECT_EQ(time["verdict"], "regression");
+  for (const char* key : {"ratio", "ratio_low", "ratio_high", "p_value", "holm_adjusted_p_value", "one_sided_level"}) {
+    EXPECT_TRUE(time[key].is_number()) << key;
+  }
+  // From 0 bytes the relative change has no value: null, never inf.
+  EXPECT_TRUE(json["cells"][2]["metrics"]["hbm_bytes"]["relative_change"].is_null());
+  EXPECT_EQ(json["cells"][2]["verdict"], "regression");
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""attnbench-gbench end to end on tiny CPU scenarios.
+
+Checks the JSON that Google Benchmark's tools/compare.py reads (context;
+benchmarks[] with name, run_type, real_time, cpu_time, time_unit, iterations)
+and our counters; the benchmark names (<scenario>/<implementation>/<case_key>,
+the case keys of `attnbench list --json`, with Google Benchmark's /manual_time);
+that a FLOP/s counter times the manual time gives the case's FLOPs; standard
+flags (--benchmark_filter, also with an exact escaped name,
+--benchmark_format=json, --benchmark_out, --benchmark_repetitions); a case
+that cannot run reported as error_occurred while the run goes on; an accuracy
+failure reported the same way with exit 1; bad input exiting 2 before any
+benchmark runs.
+"""
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+TINY = {
+    "name": "tiny",
+    "description": "two small cases",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "seqlen_q": 33, "seqlen_k": 20},
+    "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd", "causal": True, "dropout": 0.1}],
+    "measure": {"cache": "hot"},
+}
+# Possible in principle, far too large for the machine: skipped with the numbers.
+HUGE = {"name": "huge", "description": "does not fit",
+        "defaults": {"batch": 4096, "heads": 64, "seqlen": 65536, "head_dim": 128}}
+# A bound nothing meets: every checked implementation fails its accuracy check.
+STRICT = dict(TINY, name="strict", accuracy={"bound": {"fp32": 1e-300}})
+
+FAST = "--benchmark_min_time=0.005"
+TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+POSIX_ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
+
+
+class GbenchFrontEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = pathlib.Path(tempfile.mkdtemp(prefix="attnbench_gbench_"))
+        cls.scenarios = {}
+        for scenario in (TINY, HUGE, STRICT):
+            path = cls.directory / f"{scenario['name']}.json"
+            path.write_text(json.dumps(scenario))
+            cls.scenarios[scenario["name"]] = path
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.directory)
+
+    def gbench(self, *arguments):
+        return subprocess.run([str(ARGS.binary), *map(str, arguments)], capture_output=True, text=True)
+
+    def expected_cases(self, scenario):
+        """{case key: FLOPs of one call} from `attnbench list --json`, and the implementations."""
+        listing = subprocess.run([str(ARGS.attnbench), "list", "--json", str(self.scenarios[scenario])],
+                                 capture_output=True, text=True, check=True)
+        entry = json.loads(listing.stdout)["scenarios"][0]
+        return {case["key"]: case["flops"]["total"] for case in entry["cases"]}, entry["implementations"]
+
+    def test_json_for_compare_py_with_names_counters_and_a_skipped_case(self):
+        run = self.gbench(f"--scenario={self.scenarios['tiny']}", "--scenario", self.scenarios["huge"],
+                          "--benchmark_format=json", FAST)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        output = json.loads(run.stdout)
+        for key in ("date", "host_name", "executable", "num_cpus", "library_build_type"):
+            self.assertIn(key, output["context"])
+
+        flops_of_case, implementations = self.expected_cases("tiny")
+        huge_keys, huge_implementations = self.expected_cases("huge")
+        expected = {f"tiny/{i}/{key}/manual_time" for key in flops_of_case for i in implementations}
+        expected |= {f"huge/{i}/{key}/manual_time" for key in huge_keys for i in huge_implementations}
+        by_name = {benchmark["name"]: benchmark for benchmark in output["benchmarks"]}
+        self.assertEqual(set(by_name), expected)
+        self.assertEqual(len(by_name), len(output["benchmarks"]), "one result per benchmark")
+
+        for name, benchmark in by_name.items():
+            with self.subTest(name=name):
+                scenario, implementation, rest = name.split("/", 2)
+                for key in ("name", "run_type", "real_time", "cpu_time", "time_unit", "iterations"):
+                    self.assertIn(key, benchmark)
+                self.assertEqual(benchmark["run_type"], "iteration")
+                if scenario == "huge":
+                    self.assertTrue(benchmark["error_occurred"])
+                    self.assertRegex(benchmark["error_message"], r"^needs .* available$")
+                    continue
+                self.assertNotIn("error_occurred", benchmark)
+                self.assertEqual(benchmark["time_unit"], "us")
+                self.assertGreaterEqual(benchmark["iterations"], 1)
+                self.assertGreater(benchmark["real_time"], 0)
+                for counter in ("flops", "compulsory_bytes", "bytes_per_second", "peak_bytes"):
+                    self.assertGreater(benchmark[counter], 0, counter)
+                self.assertGreaterEqual(benchmark["extra_bytes"], 0)
+                counted = implementation != "cpu.reference"  # the tiled and the standard CPU ones count bytes
+                self.assertEqual("counted_read_bytes" in benchmark, counted)
+                if counted:
+                    self.assertGreater(benchmark["counted_read_bytes"], 0)
+                    self.assertGreater(benchmark["counted_write_bytes"], 0)
+                # The rate is over the manual time: FLOP/s x seconds per call = the case's FLOPs.
+                seconds = benchmark["real_time"] * TIME_UNIT_SECONDS[benchmark["time_unit"]]
+                case_key = rest[: -len("/manual_time")]
+                self.assertAlmostEqual(benchmark["flops"] * seconds / flops_of_case[case_key], 1.0, places=4)
+
+    def test_filter_repetitions_and_benchmark_out(self):
+        out = self.directory / "repetitions.json"
+        run = self.gbench(f"--scenario={self.scenarios['tiny']}", r"--benchmark_filter=/cpu\.flash/", FAST,
+                          "--benchmark_repetitions=3", f"--benchmark_out={out}", "--benchmark_out_format=json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("tiny/cpu.flash/", run.stdout, "the console reporter still writes to stdout")
+        benchmarks = json.loads(out.read_text())["benchmarks"]
+        self.assertTrue(all("/cpu.flash/" in b["name"] for b in benchmarks))
+        flops_of_case, _ = self.expected_cases("tiny")
+        for case_key in flops_of_case:
+            name = f"tiny/cpu.flash/{case_key}/manual_time"
+            runs = [b for b in benchmarks if b["name"] == name and b["run_type"] == "iteration"]
+            self.assertEqual(sorted(b["repetition_index"] for b in runs), [0, 1, 2])
+            aggregates = {b["aggregate_name"] for b in benchmarks
+                          if b["run_type"] == "aggregate" and b["run_name"] == name}
+            self.assertTrue({"mean", "median", "stddev"} <= aggregates, aggregates)
+
+    def test_an_exact_escaped_name_selects_one_benchmark(self):
+        flops_of_case, _ = self.expected_cases("tiny")
+        key = next(k for k in flops_of_case if "fwd+bwd" in k)  # has + ( ) , . in it
+        pattern = "^" + POSIX_ERE_SPECIAL.sub(r"\\\1", f"tiny/cpu.standard/{key}") + "/manual_time$"
+        run = self.gbench(f"--scenario={self.scenarios['tiny']}", f"--benchmark_filter={pattern}",
+                          "--benchmark_format=json", FAST)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual([b["name"] for b in json.loads(run.stdout)["benchmarks"]],
+                         [f"tiny/cpu.standard/{key}/manual_time"])
+
+    def test_an_accuracy_failure_is_an_error_and_exit_one(self):
+        run = self.gbench(f"--scenario={self.scenarios['strict']}", "--benchmark_format=json", FAST)
+        self.assertEqual(run.returncode, 1, run.stderr)
+        benchmarks = json.loads(run.stdout)["benchmarks"]
+        self.assertEqual(len(benchmarks), 6)
+        for benchmark in benchmarks:
+            with self.subTest(name=benchmark["name"]):
+                if "/cpu.reference/" in benchmark["name"]:  # the oracle is not checked against itself
+                    self.assertNotIn("error_occurred", benchmark)
+                else:
+                    self.assertTrue(benchmark["error_occurred"])
+                    self.assertTrue(benchmark["error_message"].startswith("accuracy: O: max abs error"),
+                                    benchmark["error_message"])
+
+    def test_bad_input_exits_two_before_any_benchmark_runs(self):
+        bad = self.directory / "bad.json"
+        bad.write_text('{"name": "bad", "description": "typo", "defaults": {"hed_dim": 8}}')
+        run = self.gbench(f"--scenario={bad}", "--benchmark_format=json")
+        self.assertEqual(run.returncode, 2)
+        self.assertIn(f"{bad}: defaults.hed_dim: unknown key", run.stderr)
+        self.assertEqual(run.stdout, "", "nothing ran")
+
+        tiny = f"--scenario={self.scenarios['tiny']}"
+        for arguments, message in (([], "no scenario"),
+                                   ([tiny, "--impl=cpu.nope"], 'unknown implementation "cpu.nope"'),
+                                   ([tiny, "--threads=0"], "--threads=0"),
+                                   ([tiny, "--benchmark_filter=nothing-matches"], "matches no benchmark"),
+                                   ([tiny, "--no_such_flag"], "unrecognized")):
+            with self.subTest(arguments=arguments):
+                run = self.gbench(*arguments)
+                self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+                self.assertIn(message, run.stdout + run.stderr)
+
+
+def resolved_path(text):
+    return pathlib.Path(text).resolve()
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True, type=resolved_path, help="the attnbench-gbench binary")
+    parser.add_argument("--attnbench", required=True, type=resolved_path, help="the attnbench binary")
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

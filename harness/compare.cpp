@@ -16,17 +16,13 @@
 #include "format.hpp"
 #include "json_schema.hpp"
 #include "json_text.hpp"
+#include "results.hpp"
 
 namespace attnbench {
 namespace {
 
 using Json = nlohmann::ordered_json;
 using CellKey = std::tuple<std::string, std::string, std::string>;  // scenario, case_key, implementation
-
-// Device fields that identify the hardware and software a run measured; any
-// other field (clocks, free memory, …) may change between runs of one machine.
-const char* const kDeviceIdentityFields[] = {"kind",        "name",    "compute_capability", "driver",
-                                             "cuda_runtime", "sm_count", "memory_bytes",       "ecc"};
 
 // Floor of the accuracy rule, in fp32 unit roundoffs at the tensor's magnitude
 // (max(1, max |oracle|)): the same allowance the run's own accuracy rule gives.
@@ -92,18 +88,10 @@ void apply(const ToleranceOverride& values, Tolerances& tolerances) {
 
 // ---- devices ----
 
-Json identity_of(const Json& device) {
-  Json identity = Json::object();
-  for (const char* field : kDeviceIdentityFields) {
-    if (device.contains(field)) identity[field] = device[field];
-  }
-  return identity;
-}
-
 std::vector<Json> identities_of_kind(const Json& document, const std::string& kind) {
   std::vector<Json> identities;
   for (const Json& device : document["devices"]) {
-    if (device["kind"] == kind) identities.push_back(identity_of(device));
+    if (device["kind"] == kind) identities.push_back(device_identity(device));
   }
   std::sort(identities.begin(), identities.end(), [](const Json& a, const Json& b) { return a.dump() < b.dump(); });
   return identities;
@@ -124,7 +112,11 @@ std::vector<DeviceDifference> compare_devices(const Json& base, const Json& next
       differences.push_back({kind, "devices", Json(base_devices).dump(), Json(new_devices).dump()});
       continue;
     }
-    for (const char* field : kDeviceIdentityFields) {
+    std::set<std::string> fields;
+    for (const Json* identity : {&base_devices[0], &new_devices[0]}) {
+      for (const auto& [field, value] : identity->items()) fields.insert(field);
+    }
+    for (const std::string& field : fields) {
       const Json missing;
       const Json& a = base_devices[0].contains(field) ? base_devices[0][field] : missing;
       const Json& b = new_devices[0].contains(field) ? new_devices[0][field] : missing;

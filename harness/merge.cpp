@@ -36,21 +36,6 @@ std::string differing_fields(const Json& here, const Json& there) {
   return text;
 }
 
-// The fields that identify a device: the ones `attnbench compare` matches on
-// (harness/compare.cpp), so a merge joins exactly what compare would compare.
-// Other fields (clocks, free memory, CPU counts, cache sizes) may change between
-// runs of one machine.
-const char* const kDeviceIdentityFields[] = {"kind",         "name",     "compute_capability", "driver",
-                                             "cuda_runtime", "sm_count", "memory_bytes",       "ecc"};
-
-Json device_identity(const Json& device) {
-  Json identity = Json::object();
-  for (const char* field : kDeviceIdentityFields) {
-    if (device.contains(field)) identity[field] = device[field];
-  }
-  return identity;
-}
-
 // Devices are compared per kind: every input that used a "cpu" device must have
 // used one of the same identity. An input with no device of a kind (all its
 // records skipped) agrees with any.

@@ -84,6 +84,16 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                    {"records", Json::array()}};
 }
 
+Json device_identity(const Json& device) {
+  static const char* const kIdentityFields[] = {"kind",         "name",     "compute_capability", "driver",
+                                                "cuda_runtime", "sm_count", "memory_bytes",       "ecc"};
+  Json identity = Json::object();
+  for (const char* field : kIdentityFields) {
+    if (device.contains(field)) identity[field] = device[field];
+  }
+  return identity;
+}
+
 Json load_results_file(const std::string& path) {
   std::vector<Diagnostic> diagnostics;
   std::string text;

@@ -24,6 +24,13 @@ const nlohmann::ordered_json& results_schema();
 
 std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
 
+// The fields of a `devices` entry that identify the hardware and software a run
+// measured (kind, name and, where present, compute capability, driver, CUDA
+// runtime, SM count, memory, ECC). Other fields (clocks, free memory, CPU
+// counts, cache sizes) may change between runs of one machine. `compare` and
+// `merge` treat two devices as the same when these agree.
+nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
+
 // Reads a results file and checks it against the results schema; throws
 // InputError naming the file and every problem when it is not a valid one.
 nlohmann::ordered_json load_results_file(const std::string& path);

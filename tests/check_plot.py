@@ -9,16 +9,14 @@ nothing else may be written. A broken results file must make plot.py fail with
 a message naming it, writing nothing.
 """
 import argparse
-import json
 import pathlib
 import subprocess
 import sys
 import tempfile
 
-try:
-    import matplotlib  # noqa: F401  (plot.py needs it)
-except ImportError:
-    sys.exit("the Python package matplotlib is missing: run scripts/setup.sh")
+import attnbench_testing
+
+attnbench_testing.require_module("matplotlib")  # plot.py needs it
 
 SCENARIO = {
     "name": "plot_sweep",
@@ -44,10 +42,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as directory:
         directory = pathlib.Path(directory)
-        scenario, results = directory / "sweep.json", directory / "results.json"
-        scenario.write_text(json.dumps(SCENARIO))
-        run = subprocess.run([args.binary, "run", str(scenario), "-o", str(results)], capture_output=True, text=True)
-        assert run.returncode == 0, run.stdout + run.stderr
+        scenario = attnbench_testing.write_scenario(directory / "sweep.json", SCENARIO)
+        results = directory / "results.json"
+        attnbench_testing.run_scenario(args.binary, scenario, results)
 
         out = directory / "plots"
         drawn = subprocess.run([sys.executable, str(plot), str(results), "--attnbench", args.binary, "--out", str(out)],

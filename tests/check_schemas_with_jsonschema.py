@@ -11,13 +11,11 @@ import argparse
 import json
 import pathlib
 import subprocess
-import sys
 import tempfile
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("the Python package jsonschema is missing: run scripts/setup.sh")
+import attnbench_testing
+
+jsonschema = attnbench_testing.require_module("jsonschema")
 
 
 def strip_comments(text):
@@ -54,16 +52,15 @@ def main():
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
     args = parser.parse_args()
     scenarios = args.source_dir / "scenarios"
-    results_schema = json.loads((scenarios / "results.schema.json").read_text())
-    scenario_schema = json.loads((scenarios / "scenario.schema.json").read_text())
+    results_schema = attnbench_testing.load_schema(args.source_dir, "results.schema.json")
+    scenario_schema = attnbench_testing.load_schema(args.source_dir, "scenario.schema.json")
     for schema in (results_schema, scenario_schema):
         jsonschema.Draft202012Validator.check_schema(schema)
 
     with tempfile.TemporaryDirectory() as directory:
         output = pathlib.Path(directory) / "results.json"
         shipped = sorted(p for p in scenarios.glob("*.json") if not p.name.endswith(".schema.json"))
-        subprocess.run([args.binary, "run", str(scenarios / "edge_cases.json"), "-o", str(output)],
-                       check=True, stdout=subprocess.DEVNULL)
+        attnbench_testing.run_scenario(args.binary, scenarios / "edge_cases.json", output)
         results = json.loads(output.read_text())
         jsonschema.Draft202012Validator(results_schema).validate(results)
         assert results["records"], "the run produced no records"
@@ -78,8 +75,7 @@ def main():
         bad = dict(stripped, defaults=dict(stripped["defaults"], hed_dim=8))
         errors = list(jsonschema.Draft202012Validator(scenario_schema).iter_errors(bad))
         assert errors, "jsonschema accepted an unknown key"
-        bad_path = pathlib.Path(directory) / "bad.json"
-        bad_path.write_text(json.dumps(bad))
+        bad_path = attnbench_testing.write_scenario(pathlib.Path(directory) / "bad.json", bad)
         validate = subprocess.run([args.binary, "validate", str(bad_path)], capture_output=True, text=True)
         assert validate.returncode == 2, validate
         assert "defaults.hed_dim: unknown key" in validate.stderr, validate.stderr

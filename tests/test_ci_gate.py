@@ -11,17 +11,13 @@ start ends the gate with its status; bad arguments exit 2 before anything runs.
 The time threshold is raised (COMPARE_ARGS) because a shared test machine can
 slow one side's samples many times over; compare's own tests cover its statistics.
 """
-import argparse
 import json
-import os
-import pathlib
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
-import unittest
 import xml.etree.ElementTree as ElementTree
+
+import attnbench_testing
 
 ARGS = None
 
@@ -37,17 +33,14 @@ SCENARIO = {
 }
 
 
-class CiGate(unittest.TestCase):
+class CiGate(attnbench_testing.ScenarioTestCase):
+    prefix, scenario_content, scenario_file = "attnbench_gate_", SCENARIO, "gate.json"
+
     def setUp(self):
-        self.directory = pathlib.Path(tempfile.mkdtemp(prefix="attnbench_gate_"))
-        self.scenario = self.directory / "gate.json"
-        self.scenario.write_text(json.dumps(SCENARIO))
+        super().setUp()
         self.log = self.directory / "calls.log"
         self.builds = {side: self.wrapper(side) for side in ("base", "head")}
         self.gate = ARGS.source_dir / "scripts" / "ci_gate.sh"
-
-    def tearDown(self):
-        shutil.rmtree(self.directory)
 
     def wrapper(self, side, extra_peak_bytes=0):
         """A build of `side`: logs "<side> <subcommand> [K/N]" and runs the real binary; its runs
@@ -77,7 +70,7 @@ sys.exit(status)
         return path
 
     def gate_run(self, *arguments):
-        env = {k: v for k, v in os.environ.items() if k != "RUN_ARGS"}
+        env = attnbench_testing.environment_without("RUN_ARGS")
         env["COMPARE_ARGS"] = "--time-threshold 100"
         return subprocess.run(["bash", str(self.gate), *map(str, arguments)], capture_output=True, text=True,
                               env=env, cwd=self.directory)
@@ -131,18 +124,6 @@ sys.exit(status)
         self.assertNotIn("compare", self.log.read_text())
 
 
-def resolved_path(text):
-    return pathlib.Path(text).resolve()
-
-
-def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True, type=resolved_path, help="the attnbench binary")
-    parser.add_argument("--source-dir", required=True, type=resolved_path)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    ARGS, rest = attnbench_testing.parse_path_arguments(binary="the attnbench binary", source_dir=None)
+    attnbench_testing.run_unittests(rest)

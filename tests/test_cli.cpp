@@ -2,15 +2,15 @@
 // results file (schema-valid, complete, checkpointed, resumable), --dump, list,
 // validate and info.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "cli_test_support.hpp"
 #include "harness/json_schema.hpp"
 #include "harness/results.hpp"
 
@@ -19,49 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+using namespace test;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult run_attnbench(const std::string& arguments) {
-  const std::string command = std::string(ATTNBENCH_BINARY) + " " + arguments + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string scenario_path(const std::string& name) {
-  return std::string(ATTNBENCH_SOURCE_DIR) + "/scenarios/" + name;
-}
-
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  return Json::parse(in);
-}
-
-class Cli : public ::testing::Test {
+class Cli : public TempDirectoryTest {
  protected:
-  void SetUp() override {
-    directory_ = fs::path(::testing::TempDir()) /
-                 ("attnbench_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
-  }
-  void TearDown() override { fs::remove_all(directory_); }
-
-  fs::path path(const std::string& name) const { return directory_ / name; }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name)) << text;
-    return path(name);
-  }
-
   static void expect_schema_valid(const Json& document) {
     static const JsonSchema schema(results_schema());
     const auto errors = schema.validate(document);
@@ -69,8 +30,6 @@ class Cli : public ::testing::Test {
     for (const auto& error : errors) all += format_error(error) + "\n";
     EXPECT_TRUE(errors.empty()) << all;
   }
-
-  fs::path directory_;
 };
 
 // A tiny, fast scenario: one dense case and one masked backward case.

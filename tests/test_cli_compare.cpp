@@ -3,48 +3,22 @@
 // Markdown, JUnit XML and JSON outputs, and that bad input or a refusal writes
 // no output file.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.hpp"
 
 namespace attnbench {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs the binary; `streams` picks what is captured ("2>&1": both, "2>/dev/null": stdout).
-CommandResult run_attnbench(const std::string& arguments, const std::string& streams = "2>&1") {
-  const std::string command = std::string(ATTNBENCH_BINARY) + " " + arguments + " " + streams;
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using namespace test;
 
 std::size_t occurrences(const std::string& text, const std::string& pattern) {
   std::size_t count = 0;
@@ -62,13 +36,11 @@ const char* kTinyScenario = R"({
 })";
 
 // Two real runs of the scenario, made once for every test.
-class CliCompare : public ::testing::Test {
+class CliCompare : public TempDirectoryTest {
  protected:
   static void SetUpTestSuite() {
     // Per process: ctest runs each test in its own process, possibly in parallel.
-    shared_ = fs::path(::testing::TempDir()) / ("attnbench_cli_compare_runs_" + std::to_string(getpid()));
-    fs::remove_all(shared_);
-    fs::create_directories(shared_);
+    shared_ = fresh_temp_directory("cli_compare_runs");
     std::ofstream(shared_ / "tiny.json") << kTinyScenario;
     for (const char* name : {"run_a.json", "run_b.json"}) {
       // One thread: an OpenMP barrier on an oversubscribed machine can make a
@@ -80,23 +52,13 @@ class CliCompare : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(shared_); }
 
-  void SetUp() override {
-    directory_ = fs::path(::testing::TempDir()) /
-                 ("attnbench_cli_compare_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
-  }
-  void TearDown() override { fs::remove_all(directory_); }
-
   static std::string run_a() { return (shared_ / "run_a.json").string(); }
   static std::string run_b() { return (shared_ / "run_b.json").string(); }
-  static Json load(const std::string& path) {
-    std::ifstream in(path);
-    return Json::parse(in);
-  }
-  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+  static Json load(const std::string& path) { return read_json(path); }
+  // This suite builds command lines from paths as strings.
+  std::string path(const std::string& name) const { return TempDirectoryTest::path(name).string(); }
   std::string write(const std::string& name, const Json& document) const {
-    std::ofstream(path(name)) << document.dump(1);
+    write_json(path(name), document);
     return path(name);
   }
   std::string outputs() const {
@@ -107,7 +69,6 @@ class CliCompare : public ::testing::Test {
   }
 
   static fs::path shared_;
-  fs::path directory_;
 };
 
 fs::path CliCompare::shared_;
@@ -247,7 +208,7 @@ TEST_F(CliCompare, AThrottledRecordExitsThreeAndAConfigOverrideAppliesByRegex) {
     "overrides": [{"match": "/cpu\\.standard$", "time_threshold": 0.5}]})";
   compare = run_attnbench("compare " + run_a() + " " + write("slower.json", slower) + " --config " + path("gate.json") +
                           " --json -",
-                          "2>/dev/null");
+                          Capture::stdout_only);
   EXPECT_EQ(compare.exit_code, 0) << compare.output;
   const Json json = Json::parse(compare.output);  // stdout holds only the JSON
   EXPECT_EQ(json["summary"]["pass"], 6);

@@ -2,15 +2,14 @@
 // schema-valid merge of every case once; each refusal with its exit code and no
 // output; a missing shard giving an incomplete merge that `run --resume` completes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 
+#include "cli_test_support.hpp"
 #include "harness/results.hpp"
 
 namespace attnbench {
@@ -18,30 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult run_attnbench(const std::string& arguments) {
-  const std::string command = std::string(ATTNBENCH_BINARY) + " " + arguments + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  return Json::parse(in);
-}
-
-void write_json(const fs::path& path, const Json& document) { std::ofstream(path) << document.dump(1); }
+using namespace test;
 
 // Three cases of different cost, so each of three shards gets one.
 const char* kScenario = R"({
@@ -53,13 +29,10 @@ const char* kScenario = R"({
               "max_samples": 3, "min_seconds": 0, "max_seconds": 0.05}
 })";
 
-class CliMerge : public ::testing::Test {
+class CliMerge : public TempDirectoryTest {
  protected:
   void SetUp() override {
-    directory_ = fs::path(::testing::TempDir()) /
-                 ("attnbench_merge_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
+    TempDirectoryTest::SetUp();
     std::ofstream(path("shards.json")) << kScenario;
     for (int k = 1; k <= 3; ++k) {
       const CommandResult run = run_attnbench("run " + path("shards.json") + " --shard " + std::to_string(k) +
@@ -67,13 +40,10 @@ class CliMerge : public ::testing::Test {
       ASSERT_EQ(run.exit_code, 0) << run.output;
     }
   }
-  void TearDown() override { fs::remove_all(directory_); }
-
-  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+  // This suite builds command lines from paths as strings.
+  std::string path(const std::string& name) const { return TempDirectoryTest::path(name).string(); }
   std::string part(int k) const { return path("part-" + std::to_string(k) + ".json"); }
   std::string all_parts() const { return part(1) + " " + part(2) + " " + part(3); }
-
-  fs::path directory_;
 };
 
 TEST_F(CliMerge, ShardsMergeIntoOneCompleteValidFileWithEveryCaseOnce) {

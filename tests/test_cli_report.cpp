@@ -2,47 +2,20 @@
 // a tiny CPU sweep — every table in every format, -o, merged files, and bad
 // input (exit 2, nothing written).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout, and stderr too unless redirected
-};
-
-CommandResult run_attnbench(const std::string& arguments, bool with_stderr = true) {
-  const std::string command =
-      std::string(ATTNBENCH_BINARY) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using namespace attnbench::test;
 
 // Two sequence lengths, the tiled and the materializing implementation, fwd+bwd.
 const char* kSweep = R"({
@@ -59,9 +32,7 @@ class CliReport : public ::testing::Test {
   // One run for the whole suite; a second, of cpu.reference only, to merge with it.
   static void SetUpTestSuite() {
     // Per process: CTest runs each test of the suite as a process of its own, in parallel.
-    directory_ = fs::path(::testing::TempDir()) / ("attnbench_cli_report_" + std::to_string(getpid()));
-    fs::remove_all(directory_);
-    fs::create_directories(directory_);
+    directory_ = fresh_temp_directory("cli_report");
     std::ofstream(directory_ / "sweep.json") << kSweep;
     const std::string scenario = (directory_ / "sweep.json").string();
     run_ = run_attnbench("run " + scenario + " -o " + results().string());
@@ -85,8 +56,8 @@ TEST_F(CliReport, EveryTableInEveryFormat) {
   for (const char* table : {"fig2", "seqlen", "memory", "io", "accuracy"}) {
     for (const char* format : {"md", "csv", "latex", "json"}) {
       SCOPED_TRACE(std::string(table) + " " + format);
-      const CommandResult report =
-          run_attnbench("report " + results().string() + " --table " + table + " --format " + format, false);
+      const CommandResult report = run_attnbench(
+          "report " + results().string() + " --table " + table + " --format " + format, Capture::stdout_only);
       ASSERT_EQ(report.exit_code, 0) << report.output;
       ASSERT_FALSE(report.output.empty());
       if (std::string(format) == "json") {
@@ -107,7 +78,8 @@ TEST_F(CliReport, EveryTableInEveryFormat) {
 }
 
 TEST_F(CliReport, MarkdownIsTheDefaultAndRowsFollowTheSweep) {
-  const CommandResult report = run_attnbench("report " + results().string() + " --table seqlen", false);
+  const CommandResult report =
+      run_attnbench("report " + results().string() + " --table seqlen", Capture::stdout_only);
   ASSERT_EQ(report.exit_code, 0) << report.output;
   EXPECT_NE(report.output.find("cpu.flash speedup"), std::string::npos) << "cpu.standard is the default baseline";
   EXPECT_NE(report.output.find("\n|  32 |"), std::string::npos) << report.output;
@@ -120,13 +92,16 @@ TEST_F(CliReport, OutputFileHoldsWhatStandardOutputWould) {
       run_attnbench("report " + results().string() + " --table seqlen --format csv -o " + output.string());
   ASSERT_EQ(written.exit_code, 0) << written.output;
   EXPECT_TRUE(written.output.empty()) << written.output;
-  const CommandResult printed = run_attnbench("report " + results().string() + " --table seqlen --format csv", false);
+  const CommandResult printed =
+      run_attnbench("report " + results().string() + " --table seqlen --format csv", Capture::stdout_only);
   EXPECT_EQ(read_text(output), printed.output);
 }
 
 TEST_F(CliReport, MergesFilesIntoOneView) {
-  const CommandResult report = run_attnbench(
-      "report " + results().string() + " " + reference_results().string() + " --table seqlen --format json", false);
+  const CommandResult report =
+      run_attnbench("report " + results().string() + " " + reference_results().string() +
+                        " --table seqlen --format json",
+                    Capture::stdout_only);
   ASSERT_EQ(report.exit_code, 0) << report.output;
   const Json parsed = Json::parse(report.output);
   EXPECT_EQ(parsed["sources"].size(), 2u);

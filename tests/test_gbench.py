@@ -12,15 +12,13 @@ that cannot run reported as error_occurred while the run goes on; an accuracy
 failure reported the same way with exit 1; bad input exiting 2 before any
 benchmark runs.
 """
-import argparse
 import json
-import pathlib
 import re
 import shutil
 import subprocess
-import sys
-import tempfile
 import unittest
+
+import attnbench_testing
 
 ARGS = None
 
@@ -45,12 +43,11 @@ POSIX_ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
 class GbenchFrontEnd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.directory = pathlib.Path(tempfile.mkdtemp(prefix="attnbench_gbench_"))
+        cls.directory = attnbench_testing.make_temporary_directory("attnbench_gbench_")
         cls.scenarios = {}
         for scenario in (TINY, HUGE, STRICT):
-            path = cls.directory / f"{scenario['name']}.json"
-            path.write_text(json.dumps(scenario))
-            cls.scenarios[scenario["name"]] = path
+            cls.scenarios[scenario["name"]] = attnbench_testing.write_scenario(
+                cls.directory / f"{scenario['name']}.json", scenario)
 
     @classmethod
     def tearDownClass(cls):
@@ -61,9 +58,7 @@ class GbenchFrontEnd(unittest.TestCase):
 
     def expected_cases(self, scenario):
         """{case key: FLOPs of one call} from `attnbench list --json`, and the implementations."""
-        listing = subprocess.run([str(ARGS.attnbench), "list", "--json", str(self.scenarios[scenario])],
-                                 capture_output=True, text=True, check=True)
-        entry = json.loads(listing.stdout)["scenarios"][0]
+        entry = attnbench_testing.listed_scenario(ARGS.attnbench, self.scenarios[scenario])
         return {case["key"]: case["flops"]["total"] for case in entry["cases"]}, entry["implementations"]
 
     def test_json_for_compare_py_with_names_counters_and_a_skipped_case(self):
@@ -170,18 +165,7 @@ class GbenchFrontEnd(unittest.TestCase):
                 self.assertIn(message, run.stdout + run.stderr)
 
 
-def resolved_path(text):
-    return pathlib.Path(text).resolve()
-
-
-def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True, type=resolved_path, help="the attnbench-gbench binary")
-    parser.add_argument("--attnbench", required=True, type=resolved_path, help="the attnbench binary")
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    ARGS, rest = attnbench_testing.parse_path_arguments(binary="the attnbench-gbench binary",
+                                                        attnbench="the attnbench binary")
+    attnbench_testing.run_unittests(rest)

@@ -2,7 +2,10 @@
 // cases, shorthands, and the diagnostics for malformed or impossible files.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "harness/json_schema.hpp"
@@ -283,17 +286,19 @@ TEST(ScenarioErrors, UnknownImplementationsListTheKnownOnes) {
 }
 
 TEST(ScenarioErrors, MissingFilesAndDuplicateNamesAcrossFiles) {
-  const std::string path = ::testing::TempDir() + "/attnbench_scenario.json";
+  const std::string path = ::testing::TempDir() + "/attnbench_scenario_" + std::to_string(getpid()) + ".json";
   std::ofstream(path) << kMinimal;
+  std::vector<Diagnostic> diagnostics;
   try {
     load_scenarios({path, "/nonexistent/scenario.json", path});
-    FAIL() << "expected InputError";
   } catch (const InputError& error) {
-    ASSERT_EQ(error.diagnostics().size(), 2u) << error.what();
-    EXPECT_EQ(error.diagnostics()[0].file, "/nonexistent/scenario.json");
-    EXPECT_NE(error.diagnostics()[0].message.find("cannot read"), std::string::npos);
-    EXPECT_NE(error.diagnostics()[1].message.find("also used by"), std::string::npos);
+    diagnostics = error.diagnostics();
   }
+  std::remove(path.c_str());
+  ASSERT_EQ(diagnostics.size(), 2u) << "expected an InputError with two diagnostics";
+  EXPECT_EQ(diagnostics[0].file, "/nonexistent/scenario.json");
+  EXPECT_NE(diagnostics[0].message.find("cannot read"), std::string::npos);
+  EXPECT_NE(diagnostics[1].message.find("also used by"), std::string::npos);
 }
 
 TEST(ScenarioSchema, ShippedScenariosValidateAndExpand) {

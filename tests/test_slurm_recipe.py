@@ -8,20 +8,12 @@ runs scripts/slurm/merge.sbatch and checks that the merged file is complete,
 valid for Python's jsonschema too, and holds every (case, implementation) of
 the scenario exactly once. Both scripts must also pass `bash -n`.
 """
-import argparse
 import json
-import os
-import pathlib
-import shutil
 import subprocess
-import sys
-import tempfile
-import unittest
 
-try:
-    import jsonschema
-except ImportError:
-    sys.exit("the Python package jsonschema is missing: run scripts/setup.sh")
+import attnbench_testing
+
+jsonschema = attnbench_testing.require_module("jsonschema")
 
 ARGS = None
 
@@ -36,21 +28,18 @@ SCENARIO = {
 }
 
 
-class SlurmRecipe(unittest.TestCase):
+class SlurmRecipe(attnbench_testing.ScenarioTestCase):
+    prefix, scenario_content, scenario_file = "attnbench_slurm_", SCENARIO, "slurm.json"
+
     def setUp(self):
-        self.directory = pathlib.Path(tempfile.mkdtemp(prefix="attnbench_slurm_"))
-        self.scenario = self.directory / "slurm.json"
-        self.scenario.write_text(json.dumps(SCENARIO))
+        super().setUp()
         self.results = self.directory / "results"
         self.scripts = ARGS.source_dir / "scripts" / "slurm"
-
-    def tearDown(self):
-        shutil.rmtree(self.directory)
 
     def environment(self, **variables):
         """This process's environment without any Slurm or recipe settings, plus `variables`."""
         recipe = ("SHARD_COUNT", "RUN_ARGS", "MERGE_ARGS", "MERGED")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in recipe}
+        env = attnbench_testing.environment_without(*recipe, prefixes=("SLURM_",))
         env.update(ATTNBENCH=str(ARGS.binary), RESULTS_DIR=str(self.results), **variables)
         return env
 
@@ -85,14 +74,13 @@ class SlurmRecipe(unittest.TestCase):
         self.assertEqual(merge.returncode, 0, merge.stdout + merge.stderr)
         merged = json.loads((self.results / "merged.json").read_text())
         self.assertTrue(merged["complete"])
-        schema = json.loads((ARGS.source_dir / "scenarios" / "results.schema.json").read_text())
+        schema = attnbench_testing.load_schema(ARGS.source_dir, "results.schema.json")
         jsonschema.Draft202012Validator(schema).validate(merged)
         self.assertEqual(sorted(entry["shard"]["index"] for entry in merged["merged_from"]), [1, 2, 3])
 
-        listing = subprocess.run([str(ARGS.binary), "list", "--json", str(self.scenario)],
-                                 capture_output=True, text=True, check=True)
+        listed = attnbench_testing.listed_scenario(ARGS.binary, self.scenario)
         expected = sorted((case["key"], implementation)
-                          for case in json.loads(listing.stdout)["scenarios"][0]["cases"]
+                          for case in listed["cases"]
                           for implementation in SCENARIO["implementations"])
         cells = sorted((record["case_key"], record["implementation"]) for record in merged["records"])
         self.assertEqual(cells, expected)
@@ -111,18 +99,6 @@ class SlurmRecipe(unittest.TestCase):
         self.assertIn("no part-*.json", merge.stderr)
 
 
-def resolved_path(text):
-    return pathlib.Path(text).resolve()
-
-
-def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True, type=resolved_path, help="the attnbench binary")
-    parser.add_argument("--source-dir", required=True, type=resolved_path)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    ARGS, rest = attnbench_testing.parse_path_arguments(binary="the attnbench binary", source_dir=None)
+    attnbench_testing.run_unittests(rest)

@@ -455,6 +455,15 @@ std::size_t CompareReport::count(CompareVerdict verdict) const {
       std::count_if(cells.begin(), cells.end(), [&](const CellComparison& cell) { return cell.verdict == verdict; }));
 }
 
+bool CompareReport::measured_anything() const {
+  for (const CellComparison& cell : cells) {
+    for (const MetricComparison& entry : cell.metrics) {
+      if (entry.metric != "status" || entry.verdict != CompareVerdict::pass) return true;
+    }
+  }
+  return false;
+}
+
 CompareReport compare_results(const Json& base, const Json& next, const CompareSettings& settings,
                               const std::string& base_path, const std::string& new_path) {
   CompareReport report;
@@ -524,7 +533,7 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
   }
   if (report.count(CompareVerdict::regression) > 0) {
     report.exit_code = kExitGateFailed;
-  } else if (report.count(CompareVerdict::inconclusive) > 0 || report.cells.empty()) {
+  } else if (report.count(CompareVerdict::inconclusive) > 0 || !report.measured_anything()) {
     report.exit_code = kExitNotComparable;
   } else {
     report.exit_code = kExitSuccess;

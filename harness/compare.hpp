@@ -126,6 +126,9 @@ struct CompareReport {
   std::vector<CellComparison> cells;  // in BASE's record order
   std::vector<UnmatchedCell> only_in_base, only_in_new;
   std::size_t count(CompareVerdict verdict) const;
+  // Whether any cell had something measured on both sides (not every cell
+  // skipped in both files): a gate that measured nothing cannot pass.
+  bool measured_anything() const;
   int exit_code = 0;  // DESIGN §4: 0, 1 or 3
 };
 

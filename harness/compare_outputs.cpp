@@ -55,6 +55,7 @@ std::string outcome_text(const CompareReport& report) {
   if (report.refused) return "not comparable: the devices differ (exit 3)";
   if (report.exit_code == 1) return "regression (exit 1)";
   if (report.cells.empty()) return "nothing compared: no cell is in both files (exit 3)";
+  if (!report.measured_anything()) return "nothing compared: every common cell was skipped in both files (exit 3)";
   if (report.exit_code == 3) return "inconclusive (exit 3)";
   return "pass (exit 0)";
 }
@@ -134,11 +135,34 @@ std::string markdown_code(const std::string& text) {
 
 // ---- JUnit XML ----
 
-// Text for an attribute value (in_attribute) or element content.
+// The length of the UTF-8 sequence at text[i] and its code point; {1, -1} for
+// a byte that does not start a well-formed sequence.
+std::pair<std::size_t, long> utf8_at(const std::string& text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (length == 0 || i + length > text.size()) return {1, -1};
+  long code = length == 1 ? lead : lead & (0x7f >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return {1, -1};
+    code = (code << 6) | (byte(i + k) & 0x3f);
+  }
+  return {length, code};
+}
+
+// Whether XML 1.0 allows the character at all (escaped or not).
+bool xml_character(long code) {
+  return code == 0x9 || code == 0xa || code == 0xd || (code >= 0x20 && code <= 0xd7ff) ||
+         (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+}
+
+// Text for an attribute value (in_attribute) or element content; characters
+// XML cannot carry become '?'.
 std::string xml_escape(const std::string& text, bool in_attribute) {
   std::string escaped;
-  for (char c : text) {
-    switch (c) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto [length, code] = utf8_at(text, i);
+    switch (code) {
       case '&': escaped += "&amp;"; break;
       case '<': escaped += "&lt;"; break;
       case '>': escaped += "&gt;"; break;
@@ -148,9 +172,10 @@ std::string xml_escape(const std::string& text, bool in_attribute) {
       case '\r': escaped += "&#13;"; break;
       case '\t': escaped += in_attribute ? "&#9;" : "\t"; break;
       default:
-        // XML 1.0 allows no other control characters, not even escaped.
-        escaped += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+        if (xml_character(code)) escaped.append(text, i, length);
+        else escaped += '?';
     }
+    i += length;
   }
   return escaped;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -163,8 +164,17 @@ ShiftComparison::ShiftComparison(std::vector<double> log_base, std::vector<doubl
     : differences_(std::move(log_base), std::move(log_next)),
       null_(differences_.base(), differences_.next()) {
   estimate_ = differences_.median();
-  const std::size_t at_most = differences_.count_at_most(margin);
-  const std::size_t below = differences_.count_below(margin);
+  // A difference within rounding of the margin is a tie (it counts 1/2): a
+  // slowdown of exactly the threshold on a coarse clock (ratios like 42/40 ==
+  // 1.05) must not count as beyond it. The rounding of log(new) - log(base)
+  // and of the margin is a few ulps of the largest log time.
+  double largest = std::abs(margin);
+  for (const std::vector<double>* values : {&differences_.base(), &differences_.next()}) {
+    largest = std::max({largest, std::abs(values->front()), std::abs(values->back())});
+  }
+  tie_tolerance_ = 16.0 * std::numeric_limits<double>::epsilon() * std::max(1.0, largest);
+  const std::size_t at_most = differences_.count_at_most(margin + tie_tolerance_);
+  const std::size_t below = differences_.count_below(margin - tie_tolerance_);
   u_statistic_ = static_cast<double>(differences_.count() - at_most) + 0.5 * static_cast<double>(at_most - below);
   p_value_ = null_.upper_tail(u_statistic_);
 }

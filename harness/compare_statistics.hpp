@@ -80,6 +80,8 @@ class ShiftComparison {
   double u_statistic() const { return u_statistic_; }  // at the margin
   double p_value() const { return p_value_; }          // one-sided, H1: shift > margin
   bool exact() const { return null_.exact(); }
+  // Differences within this distance of the margin are ties (they count 1/2).
+  double tie_tolerance() const { return tie_tolerance_; }
   // nullopt when no interval reaches the level with these sample sizes.
   std::optional<ShiftInterval> interval(double alpha) const;
 
@@ -89,6 +91,7 @@ class ShiftComparison {
   double estimate_ = 0;
   double u_statistic_ = 0;
   double p_value_ = 1;
+  double tie_tolerance_ = 0;
 };
 
 // Holm's step-down procedure at family-wise level alpha. Hypothesis of rank r

@@ -173,6 +173,32 @@ std::vector<std::string> check_shards(const std::vector<MergeInput>& inputs, std
   return missing;
 }
 
+// For each scenario whose records do not cover every case with every listed
+// implementation, how many are missing.
+std::vector<std::string> coverage_gaps(const Json& scenarios, const Json& records) {
+  std::map<std::string, std::set<std::pair<std::size_t, std::string>>> present;
+  for (const Json& record : records) {
+    present[record["scenario"].get<std::string>()].emplace(record["case_index"].get<std::size_t>(),
+                                                           record["implementation"].get<std::string>());
+  }
+  std::vector<std::string> gaps;
+  for (const Json& scenario : scenarios) {
+    const std::string name = scenario["name"].get<std::string>();
+    const std::size_t expected = scenario["case_count"].get<std::size_t>() * scenario["implementations"].size();
+    std::size_t found = 0;
+    for (const auto& [case_index, implementation] : present[name]) {
+      const bool listed = std::find(scenario["implementations"].begin(), scenario["implementations"].end(),
+                                    implementation) != scenario["implementations"].end();
+      found += case_index < scenario["case_count"].get<std::size_t>() && listed ? 1 : 0;
+    }
+    if (found < expected) {
+      gaps.push_back("scenario " + name + ": " + std::to_string(expected - found) + " of " +
+                     std::to_string(expected) + " (case, implementation) records are missing");
+    }
+  }
+  return gaps;
+}
+
 // Each (scenario, case_key, implementation) may come from one input only; the
 // problems are reported per pair of files, with one example.
 void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
@@ -283,7 +309,6 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   }
 
   MergeOutcome merged;
-  merged.incomplete = missing_shards;
   std::string started_at = inputs.front().document["started_at"].get<std::string>();
   std::string finished_at;
   Json merged_from = Json::array();
@@ -299,9 +324,17 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   merged.notes = first_input_notes(inputs);
 
   const Json& first = inputs.front().document;
-  const bool complete = merged.incomplete.empty();
   Json scenarios = merged_scenarios(inputs);
   Json records = ordered_records(inputs, scenarios);
+  // Complete means every case of every scenario with every implementation:
+  // shards split by different --filter or --impl lists cover less, and a merge
+  // of an earlier merge with the last shard covers all without every index.
+  const std::vector<std::string> gaps = coverage_gaps(scenarios, records);
+  if (!gaps.empty()) {
+    merged.incomplete.insert(merged.incomplete.begin(), gaps.begin(), gaps.end());
+    merged.incomplete.insert(merged.incomplete.begin(), missing_shards.begin(), missing_shards.end());
+  }
+  const bool complete = merged.incomplete.empty();
   merged.document = Json{{"schema", kResultsSchemaId},
                          {"tool", first["tool"]},
                          {"command_line", command_line},
@@ -324,8 +357,7 @@ int merge_files(const MergeRequest& request) {
   std::vector<MergeInput> inputs;
   std::vector<Diagnostic> problems;
   for (const std::string& path : request.input_paths) {
-    std::error_code error;
-    if (fs::equivalent(path, output, error)) {
+    if (same_file(path, output)) {
       problems.push_back({path, "", "is also the output (-o); merge into a new file so no shard is lost"});
       continue;
     }

@@ -34,6 +34,16 @@ std::string utc_timestamp() {
   return buffer;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (std::filesystem::equivalent(a, b, error)) return true;
+  const auto canonical_a = std::filesystem::weakly_canonical(a, error);
+  if (error) return a == b;
+  const auto canonical_b = std::filesystem::weakly_canonical(b, error);
+  if (error) return a == b;
+  return canonical_a == canonical_b;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
@@ -85,8 +95,9 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
 }
 
 Json device_identity(const Json& device) {
-  static const char* const kIdentityFields[] = {"kind",         "name",     "compute_capability", "driver",
-                                                "cuda_runtime", "sm_count", "memory_bytes",       "ecc"};
+  static const char* const kIdentityFields[] = {"kind",         "name",         "compute_capability",
+                                                "driver",       "cuda_runtime", "sm_count",
+                                                "memory_bytes", "ecc",          "clock_policy"};
   Json identity = Json::object();
   for (const char* field : kIdentityFields) {
     if (device.contains(field)) identity[field] = device[field];

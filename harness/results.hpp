@@ -26,7 +26,8 @@ std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
 
 // The fields of a `devices` entry that identify the hardware and software a run
 // measured (kind, name and, where present, compute capability, driver, CUDA
-// runtime, SM count, memory, ECC). Other fields (clocks, free memory, CPU
+// runtime, SM count, memory, ECC, and the clock policy: "default" or the
+// locked SM/memory clocks). Other fields (clocks seen, free memory, CPU
 // counts, cache sizes) may change between runs of one machine. `compare` and
 // `merge` treat two devices as the same when these agree.
 nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
@@ -34,6 +35,10 @@ nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
 // Reads a results file and checks it against the results schema; throws
 // InputError naming the file and every problem when it is not a valid one.
 nlohmann::ordered_json load_results_file(const std::string& path);
+
+// Whether two paths name the same file, existing or not ("a.json" and
+// "./a.json"); outputs are checked against inputs with it before any write.
+bool same_file(const std::string& a, const std::string& b);
 
 // Writes `text` to `path` through a temporary file in the same directory and a
 // rename, so readers never see a half-written file.

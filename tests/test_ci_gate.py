@@ -71,6 +71,9 @@ sys.exit(status)
 
     def gate_run(self, *arguments):
         env = attnbench_testing.environment_without("RUN_ARGS")
+        # One thread: with two OpenMP threads on a loaded two-core machine a
+        # sample can wait a whole scheduler tick for a preempted thread (200x).
+        env["RUN_ARGS"] = "--threads 1"
         env["COMPARE_ARGS"] = "--time-threshold 100"
         return subprocess.run(["bash", str(self.gate), *map(str, arguments)], capture_output=True, text=True,
                               env=env, cwd=self.directory)

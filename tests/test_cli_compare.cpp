@@ -165,11 +165,21 @@ TEST_F(CliCompare, BadSettingsExitTwoNamingTheKeyOrFlag) {
   compare = run_attnbench("compare " + run_a() + " " + run_a() + " --alpha 0.9" + outputs());
   EXPECT_EQ(compare.exit_code, 2) << compare.output;
   EXPECT_NE(compare.output.find("--alpha: "), std::string::npos) << compare.output;
-  EXPECT_EQ(run_attnbench("compare " + run_a() + " " + run_a() + " --memory-slack -1").exit_code, 2);
+  const CommandResult negative = run_attnbench("compare " + run_a() + " " + run_a() + " --memory-slack -1");
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.output.find("--memory-slack: must be >= 0, got -1"), std::string::npos) << negative.output;
   EXPECT_EQ(run_attnbench("compare " + run_a()).exit_code, 2) << "NEW is required";
   const CommandResult overwrite = run_attnbench("compare " + run_a() + " " + run_a() + " --json " + run_a());
   EXPECT_EQ(overwrite.exit_code, 2) << overwrite.output;
   EXPECT_NO_THROW(load(run_a())) << "the input is intact";
+  std::ofstream(path("settings.json")) << R"({"time_threshold": 0.1})";
+  const CommandResult onto_config = run_attnbench("compare " + run_a() + " " + run_a() + " --config " +
+                                                  path("settings.json") + " --json " + path("settings.json"));
+  EXPECT_EQ(onto_config.exit_code, 2) << onto_config.output;
+  const CommandResult same_output = run_attnbench("compare " + run_a() + " " + run_a() + " --markdown " +
+                                                  path("o1.md") + " --junit " + TempDirectoryTest::path(".").string() + "/./o1.md");
+  EXPECT_EQ(same_output.exit_code, 2) << same_output.output;
+  EXPECT_FALSE(fs::exists(path("o1.md")));
   fs::create_directories(path("a_directory"));
   EXPECT_EQ(run_attnbench("compare " + run_a() + " " + run_a() + " --junit " + path("a_directory")).exit_code, 2);
   EXPECT_EQ(run_attnbench("compare " + run_a() + " " + run_a() + " --junit - --json -").exit_code, 2);

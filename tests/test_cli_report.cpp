@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_support.hpp"
+#include "harness/results.hpp"
 
 namespace {
 
@@ -134,6 +135,12 @@ TEST_F(CliReport, BadInputExitsTwoAndWritesNothing) {
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
   EXPECT_NE(twice.output.find("is also in"), std::string::npos) << twice.output;
   EXPECT_FALSE(fs::exists(output));
+
+  fs::copy_file(results(), path("input_copy.json"), fs::copy_options::overwrite_existing);
+  const CommandResult onto_input = run_attnbench("report " + path("input_copy.json").string() +
+                                                 " --table fig2 -o " + directory_.string() + "/./input_copy.json");
+  EXPECT_EQ(onto_input.exit_code, 2) << onto_input.output;
+  EXPECT_NO_THROW(attnbench::load_results_file(path("input_copy.json").string())) << "the input is intact";
 }
 
 TEST_F(CliReport, BadUsageExitsTwo) {

@@ -307,6 +307,12 @@ TEST(Compare, DifferentDevicesAreRefusedUnlessAllowed) {
   report = driver.compare();
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_EQ(report.device_differences.at(0).format(), "cpu driver: (absent) (BASE) vs \"550.54\" (NEW)");
+  Pair clocks;  // the clock state: locked clocks against default ones
+  clocks.base["devices"][0]["clock_policy"] = "default";
+  clocks.next["devices"][0]["clock_policy"] = "locked sm 1980 MHz, memory 2619 MHz";
+  report = clocks.compare();
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.device_differences.at(0).field, "clock_policy");
 }
 
 TEST(Compare, UnmatchedCellsAreListedAndDoNotChangeTheExitCode) {
@@ -334,6 +340,21 @@ TEST(Compare, NoCellInCommonIsNotAPass) {
   EXPECT_TRUE(report.cells.empty());
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_NE(render_compare_terminal(report).find("no cell is in both files"), std::string::npos);
+}
+
+TEST(Compare, EveryCellSkippedOnBothSidesIsNotAPass) {
+  Pair pair;
+  for (Json* records : {&pair.base["records"], &pair.next["records"]}) {
+    for (Json& r : *records) {
+      r["status"] = "skipped";
+      r["timing"] = nullptr;
+    }
+  }
+  const CompareReport report = pair.compare();
+  EXPECT_FALSE(report.cells.empty());
+  EXPECT_FALSE(report.measured_anything());
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(render_compare_terminal(report).find("every common cell was skipped"), std::string::npos);
 }
 
 TEST(Compare, ACellIsAsBadAsItsWorstMetric) {
@@ -467,6 +488,12 @@ TEST(CompareOutputs, JUnitHasOneTestCasePerCellWithEscapedNamesAndTheEstimateInT
   time.replace(time.find('>'), 1, "&gt;");
   EXPECT_NE(junit.find("<failure type=\"regression\" message=\"" + time + "\"/>"), std::string::npos) << junit;
   EXPECT_NE(junit.find("<skipped message=\"time: throttled (NEW)\"/>"), std::string::npos) << junit;
+
+  // Characters XML 1.0 cannot carry at all (U+FFFF, a control character) are
+  // replaced; other non-ASCII text (U+00E9) is kept as it is.
+  for (Json* r : {&pair.base_record(2), &pair.new_record(2)}) (*r)["case_key"] = "x\xef\xbf\xbf\x01y\xc3\xa9";
+  const std::string replaced = render_compare_junit(pair.compare());
+  EXPECT_NE(replaced.find("name=\"x??y\xc3\xa9\""), std::string::npos) << replaced;
 }
 
 TEST(CompareOutputs, MarkdownListsRegressionsFirstAndEscapesTableCells) {

@@ -197,6 +197,12 @@ TEST(HolmStepDown, HandExample) {
   EXPECT_TRUE(holm_step_down({}, 0.05).empty());
 }
 
+std::vector<double> log_of(const std::vector<double>& values) {
+  std::vector<double> logs;
+  for (double value : values) logs.push_back(std::log(value));
+  return logs;
+}
+
 // ---- synthetic timing samples ----
 
 // Realistic timing noise: lognormal with relative sigma, and with probability
@@ -328,6 +334,8 @@ TEST(TimeVerdicts, IntervalWhollyAboveTheThresholdExactlyWhenHolmRejects) {
     const std::vector<HolmDecision> decisions = holm_step_down(p_values, 0.05);
     for (std::size_t i = 0; i < decisions.size(); ++i) {
       const auto interval = comparisons[i].interval(decisions[i].level);
+      // A lower bound on the threshold itself is a tie, which the test counts 1/2.
+      if (interval && std::abs(interval->lower - margin) <= comparisons[i].tie_tolerance()) continue;
       const bool wholly_above = interval && interval->lower > margin;
       EXPECT_EQ(wholly_above, decisions[i].rejected) << "seed " << seed << " cell " << i;
       ++(decisions[i].rejected ? rejected : kept);
@@ -335,6 +343,23 @@ TEST(TimeVerdicts, IntervalWhollyAboveTheThresholdExactlyWhenHolmRejects) {
   }
   EXPECT_GT(rejected, 100) << "both outcomes are exercised";
   EXPECT_GT(kept, 100);
+}
+
+TEST(TimeVerdicts, ASlowdownOfExactlyTheThresholdOnACoarseClockIsNoRegression) {
+  // Ticks of 0.5 us: every NEW sample is exactly 1.05 x its BASE counterpart, so
+  // each matching pair sits on the threshold and counts as a tie, not beyond it.
+  std::vector<double> base, next;
+  for (int repeat = 0; repeat < 10; ++repeat) {
+    for (int ticks : {40, 60, 80}) {
+      base.push_back(ticks * 0.5e-6);
+      next.push_back(ticks * 1.05 * 0.5e-6);
+    }
+  }
+  const std::vector<MetricComparison> verdicts = compare_times({TimeSamples{base, next, 0.05}}, 0.05);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_NE(verdicts[0].verdict, CompareVerdict::regression) << verdicts[0].summary;
+  const ShiftComparison at_threshold(log_of(base), log_of(next), std::log1p(0.05));
+  EXPECT_DOUBLE_EQ(at_threshold.u_statistic(), 450.0) << "300 ties at the margin count 1/2 each";
 }
 
 TEST(TimeVerdicts, TooFewOrNonPositiveSamplesAreInconclusive) {

@@ -164,6 +164,11 @@ class GbenchFrontEnd(unittest.TestCase):
                 self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
                 self.assertIn(message, run.stdout + run.stderr)
 
+        never = self.directory / "never.json"
+        run = self.gbench(tiny, "--benchmark_filter=nothing-matches", f"--benchmark_out={never}")
+        self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+        self.assertFalse(never.exists(), "bad input leaves no --benchmark_out file")
+
 
 if __name__ == "__main__":
     ARGS, rest = attnbench_testing.parse_path_arguments(binary="the attnbench-gbench binary",

@@ -163,8 +163,32 @@ TEST(Merge, AMissingShardGivesAnIncompleteMergeThatSaysWhich) {
   const MergeOutcome merged = merge_results(inputs, {}, {});
   EXPECT_FALSE(merged.document["complete"].get<bool>());
   EXPECT_TRUE(merged.document["finished_at"].is_null());
-  EXPECT_EQ(merged.incomplete, std::vector<std::string>{"shard 2/3 is missing"});
+  EXPECT_EQ(merged.incomplete, (std::vector<std::string>{
+                                   "shard 2/3 is missing",
+                                   "scenario tiny: 4 of 10 (case, implementation) records are missing"}));
   EXPECT_EQ(merged.document["records"].size(), 6u);
+}
+
+TEST(Merge, CompletenessIsCoverageNotShardIndices) {
+  // An earlier merge of shards 1 and 2 with shard 3 covers every record.
+  std::vector<MergeInput> shards = three_shards();
+  MergeInput first_two{"m12.json", merge_results({shards[0], shards[1]}, {}, {}).document};
+  EXPECT_FALSE(first_two.document["complete"].get<bool>());
+  first_two.document["complete"] = true;  // as if written by a finished merge of a whole run
+  const MergeOutcome all = merge_results({first_two, shards[2]}, {}, {});
+  EXPECT_TRUE(all.document["complete"].get<bool>()) << (all.incomplete.empty() ? "" : all.incomplete[0]);
+
+  // Shards run with a narrower --impl leave records out although every index is there.
+  shards[1].document["scenarios"][0]["implementations"] = {"cpu.flash"};
+  Json kept = Json::array();
+  for (const Json& r : shards[1].document["records"]) {
+    if (r["implementation"] == "cpu.flash") kept.push_back(r);
+  }
+  shards[1].document["records"] = kept;
+  const MergeOutcome narrow = merge_results(shards, {}, {});
+  EXPECT_FALSE(narrow.document["complete"].get<bool>());
+  EXPECT_EQ(narrow.incomplete, std::vector<std::string>{
+                                   "scenario tiny: 2 of 10 (case, implementation) records are missing"});
 }
 
 TEST(Merge, AnUnfinishedInputGivesAnIncompleteMerge) {
@@ -240,7 +264,7 @@ TEST(Merge, DifferentScenariosAreRefusedUnlessAllowed) {
 }
 
 TEST(Merge, ImplementationsOfTheSameScenarioAreJoined) {
-  Json flash = results_file({0, 1}, nullptr, "2026-01-01T10:00:00Z");
+  Json flash = results_file({0, 1, 2, 3, 4}, nullptr, "2026-01-01T10:00:00Z");
   Json standard = flash;
   flash["scenarios"][0]["implementations"] = {"cpu.flash"};
   standard["scenarios"][0]["implementations"] = {"cpu.standard"};
@@ -254,11 +278,12 @@ TEST(Merge, ImplementationsOfTheSameScenarioAreJoined) {
   }
   const Json merged = merge_results({{"flash.json", flash}, {"standard.json", standard}}, {}, {}).document;
   EXPECT_EQ(merged["scenarios"][0]["implementations"], (Json{"cpu.flash", "cpu.standard"}));
-  EXPECT_EQ(identities(merged), (std::vector<std::tuple<std::string, std::int64_t, std::string>>{
-                                    {"tiny", 0, "cpu.flash"},
-                                    {"tiny", 0, "cpu.standard"},
-                                    {"tiny", 1, "cpu.flash"},
-                                    {"tiny", 1, "cpu.standard"}}));
+  std::vector<std::tuple<std::string, std::int64_t, std::string>> expected;
+  for (std::int64_t case_index = 0; case_index < 5; ++case_index) {
+    expected.emplace_back("tiny", case_index, "cpu.flash");
+    expected.emplace_back("tiny", case_index, "cpu.standard");
+  }
+  EXPECT_EQ(identities(merged), expected);
   EXPECT_TRUE(merged["complete"].get<bool>());
 }
 

@@ -44,7 +44,7 @@ Json command_line_flags(const CompareOptions& options) {
 }
 
 // --markdown, --junit and --json: "-" (stdout, for one of them) or a new or
-// existing file in a writable directory that is neither input.
+// existing file in a writable directory that is no input (nor the config).
 void check_output_paths(const CompareOptions& options) {
   std::vector<Diagnostic> diagnostics;
   std::vector<std::pair<std::string, std::string>> outputs;  // flag, path
@@ -60,13 +60,15 @@ void check_output_paths(const CompareOptions& options) {
       continue;
     }
     std::error_code error;
-    for (const std::string& input : {options.base, options.next}) {
-      if (path == input || fs::equivalent(path, input, error)) {
+    for (const std::string& input : {options.base, options.next, options.config}) {
+      if (!input.empty() && same_file(path, input)) {
         diagnostics.push_back({"", flag, path + " is an input of the comparison; give another file"});
       }
     }
     for (std::size_t j = 0; j < i; ++j) {
-      if (outputs[j].second == path) diagnostics.push_back({"", flag, path + " is also given to " + outputs[j].first});
+      if (outputs[j].second != "-" && same_file(outputs[j].second, path)) {
+        diagnostics.push_back({"", flag, path + " is also given to " + outputs[j].first});
+      }
     }
     const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
     if (fs::is_directory(path, error)) {
@@ -146,7 +148,7 @@ Subcommand add_compare_command(CLI::App& app) {
               "Family-wise error rate of the time verdicts, Holm" + default_of(defaults.alpha));
   add_setting("hbm_tolerance", "--hbm-tolerance", double{},
               "Relative change of HBM bytes allowed" + default_of(defaults.defaults.hbm_tolerance));
-  add_setting("memory_slack", "--memory-slack", std::uint64_t{},
+  add_setting("memory_slack", "--memory-slack", std::int64_t{},  // signed, so -5 is reported as -5
               "Bytes of peak memory growth allowed" + default_of(defaults.defaults.memory_slack));
   add_setting("accuracy_factor", "--accuracy-factor", double{},
               "NEW's error may be this times BASE's plus a floor" + default_of(defaults.defaults.accuracy_factor));

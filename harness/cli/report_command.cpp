@@ -40,6 +40,11 @@ Subcommand add_report_command(CLI::App& app) {
                       "(default: cuda.cublas, else cpu.standard)");
   command->add_option("-o,--output", options->output, "Write the report here (default: standard output)");
   return {command, [options](const std::vector<std::string>&) {
+            for (const std::string& input : options->results) {
+              if (!options->output.empty() && same_file(options->output, input)) {
+                throw InputError("-o " + options->output + ": is one of the results files read; give another file");
+              }
+            }
             const MergedResults results = load_merged_results(options->results);
             const Table table = build_table(options->table, results, options->report);
             const std::string text = find_table_format(options->format)->render(table);

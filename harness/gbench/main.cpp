@@ -11,6 +11,7 @@
 // named with --impl cannot run here. See docs/gbench.md.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -127,6 +128,11 @@ void register_benchmarks(const std::vector<Scenario>& scenarios, const std::vect
 
 int run(int argc, char** argv) {
   const FrontEndOptions options = take_front_end_flags(argc, argv);
+  std::string out_path;  // --benchmark_out, which Google Benchmark does not report back
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument.rfind("--benchmark_out=", 0) == 0) out_path = argument.substr(std::string("--benchmark_out=").size());
+  }
   benchmark::Initialize(&argc, argv, print_help);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitBadInput;
   if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
@@ -140,7 +146,14 @@ int run(int argc, char** argv) {
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
   const std::string filter = benchmark::GetBenchmarkFilter();
   benchmark::Shutdown();
-  if (matched == 0) throw InputError("--benchmark_filter=" + filter + " matches no benchmark");
+  if (matched == 0) {
+    // Google Benchmark opened --benchmark_out before finding nothing to run; bad
+    // input leaves no output behind.
+    if (!out_path.empty() && std::filesystem::exists(out_path) && std::filesystem::file_size(out_path) == 0) {
+      std::filesystem::remove(out_path);
+    }
+    throw InputError("--benchmark_filter=" + filter + " matches no benchmark");
+  }
   return benchmarks.any_failed() ? kExitGateFailed : kExitSuccess;
 }
 

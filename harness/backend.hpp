@@ -43,6 +43,12 @@ class Backend {
   virtual void fill_with_zeros(const TensorBuffer& buffer) = 0;
   virtual void synchronize() = 0;
   virtual std::unique_ptr<SampleTimer> make_timer() = 0;
+  // What implementations launch on (a cudaStream_t); nullptr for the host.
+  virtual void* stream() { return nullptr; }
+  // Fills Q, K, V (and dO) of `buffers` on the device from the problem's seeded
+  // distribution (kernels/common/input_distribution.hpp); false when this
+  // backend cannot, and the harness copies host-generated inputs instead.
+  virtual bool generate_inputs(const Problem& /*problem*/, const AttentionBuffers& /*buffers*/) { return false; }
   virtual std::string_view clock_name() const = 0;  // "host" or "cuda_event"
   // Evicts the implementation's data from the last-level cache (outside the timed
   // region) by writing a scratch buffer at least twice its size.
@@ -61,8 +67,12 @@ class BackendRegistry {
   // Creates the backend on first use; nullptr for an unknown device.
   Backend* get(std::string_view device);
   std::vector<std::string> devices() const;
+  // Which device of its kind a backend opens (`--device N`); set before first use.
+  void set_device_index(int index) { device_index_ = index; }
+  int device_index() const { return device_index_; }
 
  private:
+  int device_index_ = 0;
   struct Entry {
     std::string device;
     BackendFactory factory;

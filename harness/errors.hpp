@@ -47,6 +47,31 @@ class InputError : public std::runtime_error {
   std::vector<Diagnostic> diagnostics_;
 };
 
+// A device call failed. `context_lost` marks an error that leaves the device
+// unusable for the rest of the process (an illegal address poisons a CUDA
+// context): the runner records it, checkpoints and restarts to go on.
+class DeviceError : public std::runtime_error {
+ public:
+  DeviceError(const std::string& message, bool context_lost)
+      : std::runtime_error(message), context_lost_(context_lost) {}
+  bool context_lost() const { return context_lost_; }
+
+ private:
+  bool context_lost_;
+};
+
+// A run whose device context was lost: its finished records are saved in
+// `results_path`, and the process must restart to continue (`run --resume`).
+class RestartRequired : public std::runtime_error {
+ public:
+  RestartRequired(const std::string& message, std::string results_path)
+      : std::runtime_error(message), results_path_(std::move(results_path)) {}
+  const std::string& results_path() const { return results_path_; }
+
+ private:
+  std::string results_path_;
+};
+
 // The machine cannot do what was asked, e.g. a CUDA implementation without a GPU (exit code 4).
 class EnvironmentError : public std::runtime_error {
  public:

@@ -47,6 +47,7 @@ struct AttentionBuffers {
 struct ExecutionContext {
   int threads = 1;                    // host threads an implementation may use
   TrafficCounter* traffic = nullptr;  // set by the harness, one slot per thread
+  void* stream = nullptr;             // CUDA implementations: the cudaStream_t to launch on
   int thread_count() const { return threads < 1 ? 1 : threads; }
 };
 

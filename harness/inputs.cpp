@@ -65,6 +65,16 @@ HostInputs generate_inputs(const Problem& problem) {
   return inputs;
 }
 
+HostInputs allocate_inputs(const Problem& problem) {
+  const ElementType type = element_type(problem.dtype);
+  HostInputs inputs;
+  inputs.q = HostTensor(type, static_cast<std::size_t>(q_elements(problem)));
+  inputs.k = HostTensor(type, static_cast<std::size_t>(kv_elements(problem)));
+  inputs.v = HostTensor(type, static_cast<std::size_t>(kv_elements(problem)));
+  if (has_backward(problem.direction)) inputs.d_out = HostTensor(type, static_cast<std::size_t>(q_elements(problem)));
+  return inputs;
+}
+
 std::uint64_t host_input_bytes(const Problem& problem) {
   const auto width = element_size(element_type(problem.dtype));
   std::uint64_t elements = static_cast<std::uint64_t>(q_elements(problem)) +

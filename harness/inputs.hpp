@@ -28,6 +28,10 @@ struct HostInputs {
 
 HostInputs generate_inputs(const Problem& problem);
 
+// Host tensors of the inputs' shapes and dtype, uninitialised (to receive
+// inputs a device generated).
+HostInputs allocate_inputs(const Problem& problem);
+
 // Bytes generate_inputs allocates, for the pre-flight memory check.
 std::uint64_t host_input_bytes(const Problem& problem);
 

@@ -12,8 +12,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
-                    const std::function<void()>& before_sample, const std::function<void()>& call) {
+                    const std::function<void()>& before_sample, const std::function<void()>& call,
+                    const std::function<void(const char*)>& phase) {
   Measurement result;
+  if (phase) phase("warm-up");
 
   const auto warmup_start = std::chrono::steady_clock::now();
   while (result.warmup_iterations < settings.warmup_min_iterations ||
@@ -23,6 +25,7 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
     ++result.warmup_iterations;
   }
   result.warmup_seconds = seconds_since(warmup_start);
+  if (phase) phase("timing");
 
   const auto sampling_start = std::chrono::steady_clock::now();
   double sampled_seconds = 0;

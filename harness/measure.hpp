@@ -34,8 +34,10 @@ struct Measurement {
 };
 
 // Runs `call` under `timer`. `before_sample` runs before every warm-up call and
-// sample, outside the timed region (cache flush, output reset).
+// sample, outside the timed region (cache flush, output reset). `phase`, when
+// given, is told "warm-up" and then "timing" as the protocol enters them.
 Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
-                    const std::function<void()>& before_sample, const std::function<void()>& call);
+                    const std::function<void()>& before_sample, const std::function<void()>& call,
+                    const std::function<void(const char*)>& phase = {});
 
 }  // namespace attnbench

@@ -22,6 +22,7 @@
 #include "progress.hpp"
 #include "results.hpp"
 #include "session.hpp"
+#include "trace.hpp"
 
 namespace attnbench {
 
@@ -189,18 +190,23 @@ class ScenarioRunner {
     const ScenarioCase& scenario_case = scenario.cases[case_index];
     CaseData data(scenario_case.problem, scenario.accuracy, threads_);
     bool inputs_dumped = false;
+    const TraceRange case_range("case " + scenario.name + "#" + std::to_string(case_index));
 
     std::vector<Json> records;
     std::vector<std::pair<Implementation*, AccuracyResult>> accuracy;
     for (Implementation* implementation : planned.implementations) {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
+      const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(scenario, case_index, *implementation);
       std::optional<AccuracyResult> checked;
       try {
         std::string skip_reason;
-        std::unique_ptr<ImplementationSession> session =
-            ImplementationSession::open(*implementation, data, threads_, skip_reason);
+        std::unique_ptr<ImplementationSession> session;
+        {
+          const TraceRange setup_range("setup");
+          session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
+        }
         if (!session) {
           record["status"] = "skipped";
           record["reason"] = skip_reason;
@@ -210,12 +216,17 @@ class ScenarioRunner {
           inputs_dumped = true;
           checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
         }
+      } catch (const DeviceError& error) {
+        record["status"] = "failed";
+        record["reason"] = std::string("error: ") + error.what();
+        context_lost_ = context_lost_ || error.context_lost();
       } catch (const std::exception& error) {
         record["status"] = "failed";
         record["reason"] = std::string("error: ") + error.what();
       }
       if (checked) accuracy.emplace_back(implementation, std::move(*checked));
       records.push_back(std::move(record));
+      if (context_lost_) break;  // nothing more can run in this process
     }
     settle_accuracy(scenario, scenario_case.problem, accuracy, records);
     return records;
@@ -355,6 +366,11 @@ class ScenarioRunner {
   int threads_;
   ResultsDocument& results_;
   CaseDumper& dumper_;
+  bool context_lost_ = false;
+
+ public:
+  // A device error left the device unusable: the process must restart.
+  bool context_lost() const { return context_lost_; }
 };
 
 // Makes sure a file can be created in `directory` (creating the directory), so
@@ -546,6 +562,11 @@ int run_scenarios(const RunOptions& options) {
       results.checkpoint(output);
       dumper.write_index();
       progress.finish_case(outcome.empty() ? "already in the results file" : outcome);
+      if (runner.context_lost()) {
+        progress.finish();
+        throw RestartRequired("the device context was lost (recorded on the failed case); continuing in a new process",
+                              output);
+      }
     }
   }
   progress.finish();

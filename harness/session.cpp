@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include "format.hpp"
+#include "trace.hpp"
 
 namespace attnbench {
 
@@ -105,7 +106,7 @@ ImplementationSession::ImplementationSession(Implementation& implementation, Bac
       backend_(backend),
       data_(data),
       traffic_(threads),
-      context_{threads, &traffic_},
+      context_{threads, &traffic_, backend.stream()},
       memory_(memory),
       arena_(backend, memory.total()) {
   const Problem& p = data.problem();
@@ -125,6 +126,17 @@ ImplementationSession::ImplementationSession(Implementation& implementation, Bac
   }
   buffers_.workspace = arena_.take(ElementType::f32, memory.workspace / sizeof(float));
 
+  // The first device session of a case generates the inputs where they are
+  // used, and the host keeps a copy for the oracle and the other sessions.
+  if (!data.has_inputs() && backend.generate_inputs(p, buffers_)) {
+    HostInputs generated = allocate_inputs(p);
+    backend.copy_to_host(generated.q.buffer.data, buffers_.q.data, buffers_.q.bytes());
+    backend.copy_to_host(generated.k.buffer.data, buffers_.k.data, buffers_.k.bytes());
+    backend.copy_to_host(generated.v.buffer.data, buffers_.v.data, buffers_.v.bytes());
+    if (backward) backend.copy_to_host(generated.d_out.buffer.data, buffers_.d_out.data, buffers_.d_out.bytes());
+    data.adopt_inputs(std::move(generated));
+    return;
+  }
   const HostInputs& inputs = data.inputs();
   backend.copy_to_device(buffers_.q.data, inputs.q.buffer.data, buffers_.q.bytes());
   backend.copy_to_device(buffers_.k.data, inputs.k.buffer.data, buffers_.k.bytes());
@@ -137,6 +149,7 @@ nlohmann::ordered_json ImplementationSession::configuration() const {
 }
 
 std::optional<ByteCount> ImplementationSession::checked_call() {
+  const TraceRange range("check");
   const Problem& p = data_.problem();
   for (const TensorBuffer* poisoned :
        {&buffers_.out, &buffers_.lse, &buffers_.d_q, &buffers_.d_k, &buffers_.d_v, &buffers_.workspace}) {
@@ -182,8 +195,13 @@ void ImplementationSession::before_sample(bool cold_cache) {
 
 Measurement ImplementationSession::measure(const MeasureSettings& settings) {
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+  std::optional<TraceRange> phase_range;
+  const auto phase = [&](const char* name) {
+    phase_range.reset();
+    phase_range.emplace(name);
+  };
   return attnbench::measure(
-      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); });
+      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
 }
 
 }  // namespace attnbench

@@ -29,7 +29,11 @@ class CaseData {
   const AccuracySettings& accuracy_settings() const { return accuracy_; }
   // Empty when the host cannot hold the inputs, else the reason it cannot.
   std::string host_preflight() const;
+  // The inputs, generated on the host on first use unless a device generated
+  // them first (adopt_inputs): every implementation and the oracle see the same.
   const HostInputs& inputs();
+  bool has_inputs() const { return inputs_.has_value(); }
+  void adopt_inputs(HostInputs inputs) { inputs_ = std::move(inputs); }
   const OracleSample& oracle();
 
  private:

@@ -1,8 +1,14 @@
 // `attnbench run SCENARIO…`: see harness/runner.hpp.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
+#include "harness/backend.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
 #include "harness/runner.hpp"
@@ -20,6 +26,34 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
+namespace {
+
+// After a lost device context: the same command again, continuing the saved
+// results with --resume, in a fresh process (a bounded number of times).
+[[noreturn]] int restart_to_resume(const std::vector<std::string>& command_line, const RestartRequired& restart) {
+  constexpr int kMaxRestarts = 100;
+  const char* previous = std::getenv("ATTNBENCH_RESTARTS");
+  const int restarts = previous ? std::atoi(previous) + 1 : 1;
+  if (restarts > kMaxRestarts) {
+    throw DeviceError(std::string(restart.what()) + "; giving up after " + std::to_string(kMaxRestarts) + " restarts",
+                      true);
+  }
+  std::fprintf(stderr, "attnbench: %s (restart %d)\n", restart.what(), restarts);
+  std::vector<std::string> arguments = command_line;
+  arguments.push_back("-o");
+  arguments.push_back(restart.results_path());  // the last -o wins
+  if (std::find(arguments.begin(), arguments.end(), "--resume") == arguments.end()) arguments.push_back("--resume");
+  std::vector<char*> argv;
+  for (std::string& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  setenv("ATTNBENCH_RESTARTS", std::to_string(restarts).c_str(), 1);
+  std::fflush(nullptr);
+  execv("/proc/self/exe", argv.data());
+  throw DeviceError(std::string("cannot restart attnbench: ") + std::strerror(errno), true);
+}
+
+}  // namespace
+
 Subcommand add_run_command(CLI::App& app) {
   struct Options {
     RunOptions run;
@@ -27,11 +61,13 @@ Subcommand add_run_command(CLI::App& app) {
     bool hot = false;
     bool cold = false;
     std::string shard;
+    int device = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
   command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required();
-  command->add_option("-o,--output", options->run.output_path, "Results file (default: results/<scenario>-<time>.json)");
+  command->add_option("-o,--output", options->run.output_path, "Results file (default: results/<scenario>-<time>.json)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a restart appends the path it continues
   command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
   command->add_option("--filter", options->run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
   command->add_option("--threads", options->run.threads, "Host threads for CPU implementations (default: all)")
@@ -41,6 +77,8 @@ Subcommand add_run_command(CLI::App& app) {
   command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
   command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
   command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
+  command->add_option("--device", options->device, "Which accelerator of the machine to use (default 0)")
+      ->check(CLI::NonNegativeNumber);
   return {command, [options](const std::vector<std::string>& command_line) {
             RunOptions& run = options->run;
             if (options->hot && options->cold) throw InputError("--hot and --cold cannot both be given");
@@ -48,9 +86,14 @@ Subcommand add_run_command(CLI::App& app) {
             if (options->cold) run.cold_cache = true;
             run.implementations = split_list(options->implementations);
             if (!options->shard.empty()) run.shard = parse_shard(options->shard);
+            BackendRegistry::instance().set_device_index(options->device);
             run.interactive = isatty(STDERR_FILENO) != 0;
             run.command_line = command_line;
-            return run_scenarios(run);
+            try {
+              return run_scenarios(run);
+            } catch (const RestartRequired& restart) {
+              return restart_to_resume(command_line, restart);
+            }
           }};
 }
 

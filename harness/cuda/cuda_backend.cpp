@@ -1,0 +1,163 @@
+// The "cuda" backend: one device (`--device N`), one non-blocking stream that
+// implementations launch on, device allocations, CUDA-event sample timing, an
+// L2 flush by writing a scratch buffer twice the L2 size (allocated once,
+// outside any arena), and the device record of the results file.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "harness/backend.hpp"
+#include "harness/cuda/backend_kernels.hpp"
+#include "harness/cuda/cuda_check.hpp"
+#include "harness/errors.hpp"
+
+namespace attnbench {
+namespace {
+
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+// start() and stop() record events on the stream; stop() waits for the end
+// event, so a sample is the device time of all the work between them.
+class CudaEventTimer final : public SampleTimer {
+ public:
+  explicit CudaEventTimer(cudaStream_t stream) : stream_(stream) {
+    ATTNBENCH_CUDA_CHECK(cudaEventCreate(&start_));
+    ATTNBENCH_CUDA_CHECK(cudaEventCreate(&end_));
+  }
+  ~CudaEventTimer() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(end_);
+  }
+  CudaEventTimer(const CudaEventTimer&) = delete;
+  CudaEventTimer& operator=(const CudaEventTimer&) = delete;
+
+  void start() override { ATTNBENCH_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
+  double stop() override {
+    ATTNBENCH_CUDA_CHECK(cudaEventRecord(end_, stream_));
+    ATTNBENCH_CUDA_CHECK(cudaEventSynchronize(end_));
+    float milliseconds = 0;
+    ATTNBENCH_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, end_));
+    return static_cast<double>(milliseconds) * 1e-3;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t end_ = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() : ordinal_(BackendRegistry::instance().device_index()) {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      unavailable_ = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorName(status) + ", " +
+                     cudaGetErrorString(status) + ")";
+      (void)cudaGetLastError();
+      return;
+    }
+    if (ordinal_ < 0 || ordinal_ >= count) {
+      unavailable_ = "--device " + std::to_string(ordinal_) + " was asked for; this machine has " +
+                     std::to_string(count) + " CUDA device(s)";
+      return;
+    }
+    ATTNBENCH_CUDA_CHECK(cudaSetDevice(ordinal_));
+    ATTNBENCH_CUDA_CHECK(cudaGetDeviceProperties(&properties_, ordinal_));
+    ATTNBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaBackend() override {
+    if (scratch_) cudaFree(scratch_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string_view device() const override { return "cuda"; }
+  Verdict availability() const override {
+    return unavailable_.empty() ? Verdict::yes() : Verdict::no(unavailable_);
+  }
+  std::uint64_t available_memory() const override {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    ATTNBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return free_bytes;
+  }
+  void* allocate(std::size_t bytes) override {
+    void* pointer = nullptr;
+    ATTNBENCH_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+    return pointer;
+  }
+  void release(void* pointer) override { cudaFree(pointer); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    synchronize();
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+  }
+  void fill_with_nan(const TensorBuffer& buffer) override {
+    cuda::fill_with_nan(buffer, stream_);
+    synchronize();
+  }
+  void fill_with_zeros(const TensorBuffer& buffer) override {
+    if (buffer.elements) ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(buffer.data, 0, buffer.bytes(), stream_));
+    synchronize();
+  }
+  void synchronize() override { ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  std::unique_ptr<SampleTimer> make_timer() override { return std::make_unique<CudaEventTimer>(stream_); }
+  std::string_view clock_name() const override { return "cuda_event"; }
+  void* stream() override { return stream_; }
+
+  bool generate_inputs(const Problem& problem, const AttentionBuffers& buffers) override {
+    cuda::generate_inputs(problem, buffers, stream_);
+    synchronize();
+    return true;
+  }
+
+  void flush_cache() override {
+    if (!scratch_) ATTNBENCH_CUDA_CHECK(cudaMalloc(&scratch_, cache_flush_bytes()));
+    ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(scratch_, ++flush_value_, cache_flush_bytes(), stream_));
+  }
+  std::uint64_t cache_flush_bytes() const override {
+    return 2 * static_cast<std::uint64_t>(properties_.l2CacheSize);
+  }
+
+  nlohmann::ordered_json describe() const override {
+    int driver = 0, runtime = 0, cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    cublasGetProperty(MAJOR_VERSION, &cublas_major);
+    cublasGetProperty(MINOR_VERSION, &cublas_minor);
+    cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+    return nlohmann::ordered_json{
+        {"kind", "cuda"},
+        {"name", properties_.name},
+        {"ordinal", ordinal_},
+        {"compute_capability", std::to_string(properties_.major) + "." + std::to_string(properties_.minor)},
+        {"sm_count", properties_.multiProcessorCount},
+        {"l2_bytes", properties_.l2CacheSize},
+        {"memory_bytes", properties_.totalGlobalMem},
+        {"shared_memory_per_block_optin_bytes", properties_.sharedMemPerBlockOptin},
+        {"ecc", properties_.ECCEnabled != 0},
+        {"driver", cuda_version_text(driver)},
+        {"cuda_runtime", cuda_version_text(runtime)},
+        {"cublas", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
+                       std::to_string(cublas_patch)}};
+  }
+
+ private:
+  int ordinal_;
+  std::string unavailable_;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  void* scratch_ = nullptr;
+  unsigned char flush_value_ = 0;
+};
+
+const BackendRegistration kRegistration{"cuda", [] { return std::make_unique<CudaBackend>(); }};
+
+}  // namespace
+}  // namespace attnbench

@@ -1,0 +1,77 @@
+// A device error that loses the context (an illegal address on a GPU) must not
+// lose finished results nor stop the sweep: the runner records the failure,
+// checkpoints, and asks for a restart that resumes the run.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/errors.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+
+namespace attnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Loses its "context" on the first forward call it ever makes.
+class LosesContextOnce final : public Implementation {
+ public:
+  static inline int calls = 0;
+  std::string_view name() const override { return "test.loses_context"; }
+  std::string_view device() const override { return "cpu"; }
+  std::string_view summary() const override { return "test double: a sticky device error on its first call"; }
+  Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  ElementType output_type(const Problem&) const override { return ElementType::f32; }
+  std::size_t workspace_bytes(const Problem&, const ExecutionContext&) const override { return 0; }
+  void forward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {
+    if (calls++ == 0) throw DeviceError("kernel launch: cudaErrorIllegalAddress (test)", true);
+  }
+  void backward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {}
+};
+
+const ImplementationRegistration kRegistration{[] { return std::make_unique<LosesContextOnce>(); }};
+
+TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
+  const fs::path directory = fs::path(::testing::TempDir()) / ("attnbench_restart_" + std::to_string(getpid()));
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  const fs::path scenario = directory / "lost.json";
+  std::ofstream(scenario) << R"({"name": "lost", "description": "two cases",
+    "defaults": {"batch": 1, "heads": 1, "head_dim": 8, "seqlen": 16},
+    "sweep": {"causal": [false, true]},
+    "implementations": ["cpu.flash", "test.loses_context"],
+    "accuracy": {"check": false},
+    "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
+                "max_samples": 1, "min_seconds": 0, "max_seconds": 1}})";
+  RunOptions options;
+  options.scenario_paths = {scenario.string()};
+  options.output_path = (directory / "results.json").string();
+  options.threads = 1;
+  options.command_line = {"attnbench", "run"};
+
+  try {
+    run_scenarios(options);
+    FAIL() << "expected RestartRequired";
+  } catch (const RestartRequired& restart) {
+    EXPECT_EQ(restart.results_path(), options.output_path);
+  }
+  const auto saved = load_results_file(options.output_path);
+  ASSERT_EQ(saved["records"].size(), 2u) << "the first case, including the failed record, is saved";
+  EXPECT_EQ(saved["records"][1]["status"], "failed");
+  EXPECT_NE(saved["records"][1]["reason"].get<std::string>().find("cudaErrorIllegalAddress"), std::string::npos);
+  EXPECT_FALSE(saved["complete"].get<bool>());
+
+  options.resume = true;  // what the restarted process runs
+  EXPECT_EQ(run_scenarios(options), kExitGateFailed) << "one record failed";
+  const auto finished = load_results_file(options.output_path);
+  EXPECT_TRUE(finished["complete"].get<bool>());
+  ASSERT_EQ(finished["records"].size(), 4u);
+  EXPECT_EQ(finished["records"][3]["status"], "ok") << "the sweep went on after the restart";
+  fs::remove_all(directory);
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -234,6 +234,11 @@ class CpuReference final : public Implementation {
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f64; }
+  // It never stores S or P (one row at a time); the standard model with fp64
+  // widths says what the same algorithm would move if it materialized them.
+  std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
+    return standard_traffic(p, StandardWidths{static_cast<int>(element_size(element_type(p.dtype))), 8, 8, 8});
+  }
   bool is_oracle() const override { return true; }
 
   // One HeadScratch per thread; nothing is kept from forward to backward.

@@ -244,6 +244,10 @@ class CpuStandard final : public Implementation {
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
+  // S, P (and dP, dS) are fp32 arrays of the full padded grid.
+  std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
+    return standard_traffic(p, StandardWidths{static_cast<int>(element_size(element_type(p.dtype))), 4, 4, 4});
+  }
   bool counts_traffic() const override { return true; }
 
   std::size_t workspace_bytes(const Problem& problem,

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "implementation.hpp"
+#include "profiler.hpp"
 #include "verdict.hpp"
 
 namespace attnbench {
@@ -56,6 +57,11 @@ class Backend {
   virtual std::uint64_t cache_flush_bytes() const = 0;
   // What the results file records about this device.
   virtual nlohmann::ordered_json describe() const = 0;
+  // The device's clocks now: {"sm_mhz", "memory_mhz", "throttle_reasons", …};
+  // null where they are not monitored (the host).
+  virtual nlohmann::ordered_json read_clocks() { return nullptr; }
+  // The hardware-counter profiler of the profiling pass; nullptr for none.
+  virtual DeviceProfiler* profiler() { return nullptr; }
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

@@ -203,8 +203,14 @@ std::vector<double> samples_of(const Json& record) {
 
 std::optional<MetricComparison> compare_hbm_bytes(const Json& base, const Json& next, double tolerance) {
   std::string source;
+  // A traffic entry with bytes: counted, or measured with status ok (a
+  // measured entry may instead say why the profiler did not collect).
+  const auto has_bytes = [](const Json& entry) {
+    return entry.is_object() && entry.contains("read_bytes") && entry["read_bytes"].is_number() &&
+           entry.contains("write_bytes") && entry["write_bytes"].is_number();
+  };
   for (const char* candidate : {"measured", "counted"}) {
-    if (base["traffic"][candidate].is_object() && next["traffic"][candidate].is_object()) {
+    if (has_bytes(base["traffic"][candidate]) && has_bytes(next["traffic"][candidate])) {
       source = candidate;
       break;
     }

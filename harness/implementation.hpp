@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "dtype.hpp"
 #include "problem.hpp"
 #include "traffic.hpp"
+#include "traffic_model.hpp"
 #include "verdict.hpp"
 
 namespace attnbench {
@@ -84,6 +86,11 @@ class Implementation {
   virtual bool is_oracle() const { return false; }
   // True when the implementation adds the bytes it moves to context.traffic.
   virtual bool counts_traffic() const { return false; }
+  // The analytic HBM traffic of one call in the problem's direction
+  // (harness/traffic_model.hpp, docs/io-models.md): the standard or the fused
+  // model with the storage widths and tiles this implementation really uses;
+  // nullopt when it has none (the record's traffic.modelled is then null).
+  virtual std::optional<TrafficModel> modelled_traffic(const Problem& /*problem*/) const { return std::nullopt; }
   // Settings that shape the run (tile sizes, threads), recorded with each result.
   virtual nlohmann::ordered_json configuration(const Problem& problem,
                                                const ExecutionContext& context) const;

@@ -596,9 +596,11 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
   table.columns = length_columns();
   table.columns.push_back(implementation_column());
   table.columns.push_back(Column::number("compulsory", "compulsory GB", "GB", "compulsory_bytes", 3));
+  table.columns.push_back(Column::number("modelled", "modelled GB", "GB", "modelled_bytes", 3));
   table.columns.push_back(Column::number("counted", "counted GB", "GB", "counted_bytes", 3));
   table.columns.push_back(Column::number("measured", "measured GB", "GB", "measured_bytes", 3));
   table.columns.push_back(Column::number("ratio", "traffic / compulsory", "x", "traffic_ratio", 2));
+  table.columns.push_back(Column::number("model_ratio", "traffic / modelled", "x", "traffic_model_ratio", 2));
   table.columns.push_back(Column::text("source", "traffic source", "hbm_source"));
   const Grouping grouping = start_sweep_table(table, results);
   for (const RecordGroup& group : grouping.groups) {
@@ -610,10 +612,13 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
         const auto [traffic, source] = hbm_bytes(record);
         std::vector<Cell> cells = length_cells(row);
         cells.push_back(Cell::label(record["implementation"]));
+        const std::optional<double> modelled = total_bytes(at(record, {"traffic", "modelled"}));
         cells.push_back(gigabytes_cell(record, compulsory));
+        cells.push_back(gigabytes_cell(record, modelled));
         cells.push_back(gigabytes_cell(record, total_bytes(at(record, {"traffic", "counted"}))));
         cells.push_back(gigabytes_cell(record, total_bytes(at(record, {"traffic", "measured"}))));
         cells.push_back(ratio_cell(record, traffic, compulsory > 0 ? std::optional(compulsory) : std::nullopt));
+        cells.push_back(ratio_cell(record, traffic, modelled && *modelled > 0 ? modelled : std::nullopt));
         cells.push_back(Cell::label(is_ok(record) ? source : "-"));
         out.rows.push_back(std::move(cells));
       }
@@ -624,8 +629,10 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
       table.notes.end(),
       {"GB = 10^9 bytes, read plus written. Compulsory: every input read once and every output written once "
        "(both passes for fwd+bwd); counted: bytes a CPU tiled implementation moved between its full-size arrays and "
-       "tile buffers; measured: DRAM bytes from the profiler (- when none collected them).",
-       "traffic / compulsory: measured bytes (counted where none were measured) over the compulsory bytes."});
+       "tile buffers; measured: DRAM bytes from the profiler (- when none collected them); modelled: the "
+       "implementation's analytic HBM traffic (standard or fused, docs/io-models.md).",
+       "traffic / compulsory and traffic / modelled: measured bytes (counted where none were measured) over the "
+       "compulsory and the modelled bytes."});
   add_closing_notes(table, results);
   return table;
 }

@@ -152,11 +152,31 @@ void ResultsDocument::set_shard(const std::optional<Shard>& shard) {
   document_["shard"] = shard ? Json{{"index", shard->index}, {"count", shard->count}} : Json(nullptr);
 }
 
+namespace {
+
+// A devices entry without the clocks the run adds to it.
+Json without_clocks(Json device) {
+  if (device.is_object()) device.erase("clocks");
+  return device;
+}
+
+}  // namespace
+
 void ResultsDocument::add_device(const Json& device) {
   for (const auto& existing : document_["devices"]) {
-    if (existing == device) return;
+    if (without_clocks(existing) == without_clocks(device)) return;
   }
   document_["devices"].push_back(device);
+}
+
+void ResultsDocument::set_device_clocks(const Json& device, const std::string& when, const Json& clocks) {
+  if (clocks.is_null()) return;
+  for (auto& existing : document_["devices"]) {
+    if (without_clocks(existing) != without_clocks(device)) continue;
+    if (when == "run_start" && existing.contains("clocks") && existing["clocks"].contains(when)) return;
+    existing["clocks"][when] = clocks;
+    return;
+  }
 }
 
 void ResultsDocument::add_record(Json record) {

@@ -58,6 +58,10 @@ class ResultsDocument {
   void set_scenarios(const nlohmann::ordered_json& scenarios);
   void set_shard(const std::optional<Shard>& shard);
   void add_device(const nlohmann::ordered_json& device);
+  // Sets clocks[`when`] ("run_start" once, "run_end") of the devices entry that
+  // `device` describes (its other fields equal); null clocks are not recorded.
+  void set_device_clocks(const nlohmann::ordered_json& device, const std::string& when,
+                         const nlohmann::ordered_json& clocks);
   void add_record(nlohmann::ordered_json record);
   bool has_record(const std::string& scenario, const std::string& case_key,
                   const std::string& implementation) const;

@@ -19,6 +19,7 @@
 #include "measure.hpp"
 #include "npy.hpp"
 #include "problem_json.hpp"
+#include "profiler.hpp"
 #include "progress.hpp"
 #include "results.hpp"
 #include "session.hpp"
@@ -179,10 +180,18 @@ class CaseDumper {
   Json index_ = Json::array();
 };
 
+struct ProfileSettings {
+  bool enabled = true;
+  bool per_kernel = false;
+};
+
 class ScenarioRunner {
  public:
-  ScenarioRunner(int threads, ResultsDocument& results, CaseDumper& dumper)
-      : threads_(threads), results_(results), dumper_(dumper) {}
+  ScenarioRunner(int threads, ProfileSettings profile, ResultsDocument& results, CaseDumper& dumper)
+      : threads_(threads), profile_(profile), results_(results), dumper_(dumper) {}
+
+  // The backends this run used, for their clocks at the end of the run.
+  const std::vector<Backend*>& backends_used() const { return backends_used_; }
 
   // Runs every implementation on one case; returns its records.
   std::vector<Json> run_case(const PlannedScenario& planned, std::size_t case_index, Progress& progress) {
@@ -211,7 +220,7 @@ class ScenarioRunner {
           record["status"] = "skipped";
           record["reason"] = skip_reason;
         } else {
-          results_.add_device(session->backend().describe());
+          note_device(session->backend());
           if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
           inputs_dumped = true;
           checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
@@ -237,6 +246,7 @@ class ScenarioRunner {
     const ScenarioCase& scenario_case = scenario.cases[case_index];
     const Problem& p = scenario_case.problem;
     const ByteCount compulsory = compulsory_bytes(p);
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
     return Json{{"scenario", scenario.name},
                 {"case_index", case_index},
                 {"case_key", scenario_case.key},
@@ -252,8 +262,34 @@ class ScenarioRunner {
                 {"memory", nullptr},
                 {"traffic", {{"compulsory", bytes_json(compulsory.read, compulsory.write)},
                              {"counted", nullptr},
-                             {"measured", nullptr}}},
+                             {"measured", nullptr},
+                             {"modelled", modelled ? modelled->to_json() : Json(nullptr)},
+                             {"ratio_to_modelled", {{"measured", nullptr}, {"counted", nullptr}}}}},
                 {"accuracy", nullptr}};
+  }
+
+  // The device's description and its clocks, when the run first uses it.
+  void note_device(Backend& backend) {
+    if (std::find(backends_used_.begin(), backends_used_.end(), &backend) == backends_used_.end()) {
+      backends_used_.push_back(&backend);
+      const Json description = backend.describe();
+      results_.add_device(description);
+      results_.set_device_clocks(description, "run_start", backend.read_clocks());
+    }
+  }
+
+  // traffic.measured: null for host implementations (nothing to profile);
+  // otherwise what the profiling pass collected, or why it did not run.
+  Json profile_implementation(ImplementationSession& session) {
+    Backend& backend = session.backend();
+    if (backend.device() == "cpu") return nullptr;
+    if (!profile_.enabled) return measured_traffic_json(ProfileResult::not_collected("skipped", "--no-profile"));
+    DeviceProfiler* profiler = backend.profiler();
+    if (!profiler) {
+      return measured_traffic_json(ProfileResult::not_collected(
+          "unavailable", "the " + std::string(backend.device()) + " backend has no hardware-counter profiler"));
+    }
+    return measured_traffic_json(session.profile(*profiler, profile_.per_kernel));
   }
 
   // Checks and times one implementation into `record`; returns the accuracy
@@ -285,7 +321,10 @@ class ScenarioRunner {
     }
 
     const MeasureSettings& settings = planned.measure;
+    const Json clocks_before = session.backend().read_clocks();
     const Measurement measurement = session.measure(settings);
+    const Json clocks_after = session.backend().read_clocks();
+    const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
     const double median = measurement.statistics.p50;
     const FlopCount flops = flop_count(p);
     const ByteCount compulsory = compulsory_bytes(p);
@@ -298,7 +337,8 @@ class ScenarioRunner {
                             {"converged", measurement.converged},
                             {"stop_reason", measurement.stop_reason},
                             {"wall_seconds", measurement.wall_seconds},
-                            {"throttled", nullptr},
+                            {"throttled", throttling.throttled},
+                            {"clocks", {{"before", clocks_before}, {"after", clocks_after}}},
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
@@ -308,6 +348,13 @@ class ScenarioRunner {
                             {"output_bytes", memory.outputs},
                             {"workspace_bytes", memory.workspace},
                             {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
+
+    Json& traffic = record["traffic"];
+    traffic["measured"] = profile_implementation(session);
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
+    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
+                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
     return accuracy;
   }
 
@@ -364,6 +411,8 @@ class ScenarioRunner {
   }
 
   int threads_;
+  ProfileSettings profile_;
+  std::vector<Backend*> backends_used_;
   ResultsDocument& results_;
   CaseDumper& dumper_;
   bool context_lost_ = false;
@@ -544,7 +593,7 @@ int run_scenarios(const RunOptions& options) {
   results.set_scenarios(scenario_json);
   results.checkpoint(output);
 
-  ScenarioRunner runner(threads, results, dumper);
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, results, dumper);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {
@@ -570,6 +619,9 @@ int run_scenarios(const RunOptions& options) {
     }
   }
   progress.finish();
+  for (Backend* backend : runner.backends_used()) {
+    results.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
+  }
   results.finish(output);
 
   print_summary(results);

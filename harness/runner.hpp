@@ -1,7 +1,8 @@
 // `attnbench run`: scenario cases x implementations -> result records. For each
 // case: generate the inputs once; for each implementation: check support and
 // memory, allocate everything from one arena, run once with poisoned outputs and
-// check against the fp64 oracle, then warm up and time; then apply the
+// check against the fp64 oracle, then warm up and time, then (on a device with
+// a profiler, unless --no-profile) profile one call; then apply the
 // fused-versus-baseline accuracy rule across the case's implementations and
 // checkpoint the results file.
 #pragma once
@@ -25,6 +26,8 @@ struct RunOptions {
   std::optional<bool> cold_cache;            // --hot / --cold override the scenarios
   std::string dump_dir;                      // --dump
   bool resume = false;
+  bool profile = true;                       // the profiling pass on devices with a profiler (--no-profile)
+  bool profile_kernels = false;              // and one range per kernel (--profile-kernels)
   std::optional<Shard> shard;                // --shard K/N: only this part of the cases
   bool interactive = false;                  // stderr is a terminal
   std::vector<std::string> command_line;

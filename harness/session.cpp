@@ -204,4 +204,20 @@ Measurement ImplementationSession::measure(const MeasureSettings& settings) {
       settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
 }
 
+ProfileResult ImplementationSession::profile(DeviceProfiler& profiler, bool per_kernel) {
+  const TraceRange range("profiling");
+  ProfileResult result = profiler.profile(
+      [&] {
+        backend_.flush_cache();
+        backend_.synchronize();
+      },
+      [&] {
+        sample_call();
+        backend_.synchronize();
+      },
+      per_kernel);
+  result.clocks = backend_.read_clocks();
+  return result;
+}
+
 }  // namespace attnbench

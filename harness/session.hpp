@@ -83,6 +83,10 @@ class ImplementationSession {
   void sample_call();
   void before_sample(bool cold_cache);
   Measurement measure(const MeasureSettings& settings);
+  // The profiling pass: one sample call inside a profiling range of `profiler`,
+  // the L2 flushed (and finished) before the range opens; the device's clocks
+  // are read right after.
+  ProfileResult profile(DeviceProfiler& profiler, bool per_kernel);
 
  private:
   ImplementationSession(Implementation& implementation, Backend& backend, CaseData& data, int threads,

@@ -1,5 +1,5 @@
 // Named ranges for timeline tools (NVTX, domain "attnbench"): per case,
-// implementation and phase (setup, check, warm-up, timing), so a Nsight trace of
+// implementation and phase (setup, check, warm-up, timing, profiling), so a Nsight trace of
 // a run reads like the run. Without NVTX in the build the ranges cost nothing.
 #pragma once
 

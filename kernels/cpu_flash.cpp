@@ -351,6 +351,21 @@ class CpuFlash final : public Implementation {
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
+  // Its loop order is the paper's Algorithm 1 (key tiles outer), with O, l, m
+  // and dQ carried in its fp32 arrays between tiles.
+  std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
+    const TileShape shape = tile_shape(p);
+    FusedTiling tiling;
+    tiling.forward_order = FusedLoopOrder::key_outer;
+    tiling.block_m = shape.block_q;
+    tiling.block_n = shape.block_k;
+    tiling.input = static_cast<int>(element_size(element_type(p.dtype)));
+    tiling.output = tiling.accumulator = 4;
+    // Its on-chip set: Q, O, dO, dQ tiles, K, V, dK, dV tiles, three score tiles, four row vectors (fp32).
+    tiling.shared_bytes = 4 * (p.head_dim * (4 * shape.block_q + 4 * shape.block_k) +
+                               3 * shape.block_q * shape.block_k + 4 * shape.block_q);
+    return fused_traffic(p, tiling);
+  }
   std::string_view accuracy_baseline() const override { return "cpu.standard"; }
   bool counts_traffic() const override { return true; }
 

@@ -103,3 +103,15 @@ TEST(DropoutMasks, EveryImplementationDropsExactlyTheContractsElements) {
 
 }  // namespace
 }  // namespace attnbench::test
+
+namespace attnbench {
+namespace {
+
+// The select-based word access kernels use instead of an indexed read.
+TEST(DropoutMasks, PhiloxWordSelectsTheIndexedWord) {
+  const PhiloxBlock block = philox4x32_10(PhiloxBlock{{1u, 2u, 3u, 4u}}, 5u, 6u);
+  for (int index = 0; index < 4; ++index) EXPECT_EQ(philox_word(block, index), block.word[index]) << index;
+}
+
+}  // namespace
+}  // namespace attnbench

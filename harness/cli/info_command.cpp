@@ -7,6 +7,7 @@
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
+#include "harness/profiler.hpp"
 #include "harness/version.hpp"
 
 namespace attnbench {
@@ -35,7 +36,16 @@ int command_info(bool as_json) {
     Json entry{{"device", device}, {"available", available.ok}};
     if (available.ok) entry["description"] = backend->describe();
     else entry["reason"] = available.reason;
+    if (DeviceProfiler* profiler = backend->profiler()) {
+      entry["profiler"] = profiler->probe().to_json();
+      if (!info.contains("profiler")) info["profiler"] = entry["profiler"];
+    }
     info["devices"].push_back(entry);
+  }
+  if (!info.contains("profiler")) {
+    info["profiler"] = ProfilerProbe{false, "no device backend with a hardware-counter profiler in this build", "",
+                                     Json::object()}
+                           .to_json();
   }
   for (Implementation* implementation : ImplementationRegistry::instance().all()) {
     const Verdict available = implementation->availability();
@@ -59,6 +69,16 @@ int command_info(bool as_json) {
     std::printf("  %-6s %s\n", device["device"].get<std::string>().c_str(),
                 device["available"].get<bool>() ? device["description"]["name"].get<std::string>().c_str()
                                                 : ("unavailable: " + device["reason"].get<std::string>()).c_str());
+  }
+  const Json& profiler = info["profiler"];
+  std::printf("\nprofiler (HBM bytes, run's profiling pass): %s\n",
+              profiler["available"].get<bool>()
+                  ? ("available" + (profiler.contains("chip") ? " (" + profiler["chip"].get<std::string>() + ")"
+                                                               : std::string()))
+                        .c_str()
+                  : ("unavailable: " + profiler["reason"].get<std::string>()).c_str());
+  if (!profiler["hint"].get<std::string>().empty()) {
+    std::printf("  hint: %s\n", profiler["hint"].get<std::string>().c_str());
   }
   std::printf("\nimplementations:\n");
   for (const Json& entry : info["implementations"]) {

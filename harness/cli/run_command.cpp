@@ -76,6 +76,10 @@ Subcommand add_run_command(CLI::App& app) {
   command->add_flag("--cold", options->cold, "Cold cache: flush before every sample (overrides the scenario)");
   command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
   command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
+  command->add_flag("!--no-profile", options->run.profile,
+                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
+  command->add_flag("--profile-kernels", options->run.profile_kernels,
+                    "Also profile each kernel of a call separately (traffic.measured.kernels)");
   command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
   command->add_option("--device", options->device, "Which accelerator of the machine to use (default 0)")
       ->check(CLI::NonNegativeNumber);

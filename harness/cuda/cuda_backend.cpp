@@ -1,7 +1,9 @@
 // The "cuda" backend: one device (`--device N`), one non-blocking stream that
 // implementations launch on, device allocations, CUDA-event sample timing, an
 // L2 flush by writing a scratch buffer twice the L2 size (allocated once,
-// outside any arena), and the device record of the results file.
+// outside any arena), the device record of the results file (with the CUPTI
+// version), the clocks through NVML (harness/cuda/nvml_clocks.hpp) and the
+// CUPTI profiler of the profiling pass (harness/cuda/cupti_profiler.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +13,9 @@
 #include "harness/backend.hpp"
 #include "harness/cuda/backend_kernels.hpp"
 #include "harness/cuda/cuda_check.hpp"
+#include "harness/cuda/cupti_library.hpp"
+#include "harness/cuda/cupti_profiler.hpp"
+#include "harness/cuda/nvml_clocks.hpp"
 #include "harness/errors.hpp"
 
 namespace attnbench {
@@ -69,6 +74,9 @@ class CudaBackend final : public Backend {
     ATTNBENCH_CUDA_CHECK(cudaSetDevice(ordinal_));
     ATTNBENCH_CUDA_CHECK(cudaGetDeviceProperties(&properties_, ordinal_));
     ATTNBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal_) == cudaSuccess) pci_bus_id_ = bus_id;
+    nvml_ = std::make_unique<NvmlDevice>(pci_bus_id_);
   }
   ~CudaBackend() override {
     if (scratch_) cudaFree(scratch_);
@@ -111,6 +119,17 @@ class CudaBackend final : public Backend {
   std::string_view clock_name() const override { return "cuda_event"; }
   void* stream() override { return stream_; }
 
+  nlohmann::ordered_json read_clocks() override {
+    if (!nvml_) return nullptr;
+    nlohmann::ordered_json clocks = nvml_->clocks();
+    return clocks["source"] == "nvml" ? clocks : nlohmann::ordered_json(nullptr);
+  }
+  // Created on first use; its probe touches CUPTI only when a device exists.
+  DeviceProfiler* profiler() override {
+    if (!profiler_) profiler_ = make_cupti_profiler(ordinal_, pci_bus_id_);
+    return profiler_.get();
+  }
+
   bool generate_inputs(const Problem& problem, const AttentionBuffers& buffers) override {
     cuda::generate_inputs(problem, buffers, stream_);
     synchronize();
@@ -145,7 +164,16 @@ class CudaBackend final : public Backend {
         {"driver", cuda_version_text(driver)},
         {"cuda_runtime", cuda_version_text(runtime)},
         {"cublas", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
-                       std::to_string(cublas_patch)}};
+                       std::to_string(cublas_patch)},
+        {"cupti", cupti_version()},
+        {"pci_bus_id", pci_bus_id_},
+        {"clock_monitor", nvml_ && nvml_->usable() ? "nvml" : "none: " + (nvml_ ? nvml_->error() : std::string())}};
+  }
+
+  static std::string cupti_version() {
+    std::string error;
+    const CuptiLibrary* cupti = load_cupti(&error);
+    return cupti ? cupti->version : "unavailable: " + error;
   }
 
  private:
@@ -154,6 +182,9 @@ class CudaBackend final : public Backend {
   cudaDeviceProp properties_{};
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;
+  std::string pci_bus_id_;
+  std::unique_ptr<NvmlDevice> nvml_;
+  std::unique_ptr<DeviceProfiler> profiler_;
   unsigned char flush_value_ = 0;
 };
 

@@ -54,6 +54,14 @@ ATTNBENCH_HD PhiloxBlock dropout_words(const DropoutRng& rng, std::uint32_t batc
   return philox4x32_10(counter, rng.key0, rng.key1);
 }
 
+// Word `index` (0..3) of a Philox block, by selects: an indexed read would put
+// the block in local memory on the GPU.
+ATTNBENCH_HD std::uint32_t philox_word(const PhiloxBlock& block, int index) {
+  const std::uint32_t low = (index & 1) ? block.word[1] : block.word[0];
+  const std::uint32_t high = (index & 1) ? block.word[3] : block.word[2];
+  return (index & 2) ? high : low;
+}
+
 ATTNBENCH_HD bool dropout_word_keeps(const DropoutRng& rng, std::uint32_t word) {
   return word >= rng.threshold;
 }

@@ -1,0 +1,35 @@
+// SM and memory clocks, throttle reasons and MIG mode of one GPU, read through
+// NVML loaded at run time (dlopen "libnvidia-ml.so.1", shipped with the
+// driver): no link-time dependency, and where it is missing every reading says
+// so instead of failing. The GPU is found by its PCI bus id, so the CUDA
+// ordinal maps to the right NVML device under CUDA_VISIBLE_DEVICES.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace attnbench {
+
+class NvmlDevice {
+ public:
+  // pci_bus_id as cudaDeviceGetPCIBusId writes it ("0000:3B:00.0").
+  explicit NvmlDevice(const std::string& pci_bus_id);
+  bool usable() const { return handle_ != nullptr; }
+  const std::string& error() const { return error_; }  // why not usable
+
+  // {"source": "nvml", "sm_mhz", "memory_mhz", "sm_max_mhz", "memory_max_mhz",
+  //  "throttle_reasons": [...]}, or {"source": "unavailable", "reason"}.
+  nlohmann::ordered_json clocks() const;
+  // True or false when NVML can tell, nullopt otherwise.
+  std::optional<bool> mig_enabled() const;
+
+ private:
+  void* handle_ = nullptr;  // nvmlDevice_t
+  std::string error_;
+};
+
+// Names of the bits of nvmlDeviceGetCurrentClocksEventReasons, for tests and docs.
+nlohmann::ordered_json clock_event_reason_names(unsigned long long mask);
+
+}  // namespace attnbench

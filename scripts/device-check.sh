@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The prepared GPU check (issues 3 and 4): on a machine with a GPU, build for
+# the GPU present (dependencies from .deps, see scripts/gather-deps.sh), run the
+# GPU-labelled tests (the correctness matrix of every CUDA implementation),
+# run a short forward benchmark (with the CUPTI profiling pass: measured DRAM
+# bytes beside the models), cross-check one case's DRAM bytes with ncu, and
+# write every log and the results JSON into OUTDIR. Prints short tables last.
+# Meant to finish in about 7 minutes on one H200, build included.
+#
+#   scripts/gather-deps.sh                 # here, once: .deps for the GPU machine
+#   scripts/device-check.sh OUTDIR         # there (device tool: carry [".deps"])
+set -uo pipefail
+out=${1:?usage: scripts/device-check.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+started=$SECONDS
+step() { printf '[device-check %4ds] %s\n' $((SECONDS - started)) "$*" | tee -a "$out/steps.log"; }
+
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
+prefix=()
+[[ -d .deps/usr ]] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+
+step "configure for sm_${capability:-90}"
+if ! cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
+     -DCMAKE_CUDA_ARCHITECTURES="${capability:-90}" -DATTNBENCH_CUDA=ON -DATTNBENCH_PTXAS_VERBOSE=ON \
+     > "$out/configure.log" 2>&1; then
+  step "configure failed"; tail -n 30 "$out/configure.log"; exit 4
+fi
+step "build"
+if ! cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
+  step "build failed"; grep -E "error" "$out/build.log" | head -n 30; exit 4
+fi
+grep -E "Compiling entry|registers|spill" "$out/build.log" > "$out/ptxas.log" || true
+spills=$(grep -E "bytes spill" "$out/ptxas.log" | grep -vc " 0 bytes spill stores, 0 bytes spill loads" || true)
+step "ptxas: $spills kernel(s) with spills (ptxas.log)"
+
+bin=build-gpu/harness
+"$bin/attnbench" info --json > "$out/info.json" 2>&1
+
+step "GPU tests (ctest -L gpu)"
+ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 -j 4 > "$out/gpu-tests.log" 2>&1
+tests_status=$?
+step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
+
+step "forward benchmark (scenarios/device_check.json)"
+"$bin/attnbench" run scenarios/device_check.json -o "$out/results.json" > "$out/benchmark.log" 2>&1
+bench_status=$?
+for table in seqlen memory accuracy; do
+  "$bin/attnbench" report "$out/results.json" --table "$table" > "$out/report-$table.md" 2>> "$out/benchmark.log"
+done
+"$bin/attnbench" report "$out/results.json" --table io > "$out/report-io.md" 2>> "$out/benchmark.log"
+
+# ncu cross-check (issue 4): the N 4k, d 64 forward case (device_check.json
+# case 1) once more under ncu, in-process profiler off (--no-profile: two
+# profilers cannot share CUPTI), timing and accuracy cut to the minimum; ncu
+# profiles only the checked call (NVTX range case/implementation/check).
+ncu_status=skipped
+if command -v ncu > /dev/null; then
+  step "ncu cross-check (dram__bytes_read.sum, dram__bytes_write.sum)"
+  cat > "$out/ncu_case.json" <<'JSON'
+{"name": "ncu_cross_check", "description": "device_check.json case 1 for the ncu cross-check",
+ "defaults": {"tokens": 16384, "hidden": 2048, "dtype": "fp16", "direction": "fwd"},
+ "cases": [{"head_dim": 64, "seqlen": 4096}],
+ "implementations": ["cuda.cublas", "cuda.flash"],
+ "measure": {"cache": "cold", "warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 1,
+             "max_samples": 2, "min_seconds": 0, "max_seconds": 0.01},
+ "accuracy": {"check": false}}
+JSON
+  ncu_status=0
+  for impl in cuda.cublas cuda.flash; do
+    timeout 120 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+      --nvtx --nvtx-include "attnbench@case ncu_cross_check#0/$impl/check/" --csv --print-units base --log-file "$out/ncu-$impl.csv" \
+      "$bin/attnbench" run "$out/ncu_case.json" --impl "$impl" --no-profile -o "$out/ncu-run-$impl.json" \
+      > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
+  done
+fi
+step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status"
+
+echo
+echo "== failing GPU tests =="
+grep -E "\*\*\*Failed|Exception" "$out/gpu-tests.log" | head -n 20 || true
+echo "== benchmark (median ms and TFLOP/s) =="
+cat "$out/report-seqlen.md"
+echo "== HBM traffic: measured (CUPTI) against modelled, and the ncu cross-check =="
+python3 - "$out" <<'PY' || echo "(python3 failed; see results.json and ncu-*.csv)"
+import csv, glob, json, os, sys
+out = sys.argv[1]
+records = json.load(open(os.path.join(out, "results.json")))["records"]
+print(f"{'case':>4} {'implementation':<12} {'measured GB':>11} {'modelled GB':>11} {'ratio':>6}  profiler")
+for r in records:
+    t = r["traffic"]
+    m, model = t.get("measured") or {}, t.get("modelled") or {}
+    gb = lambda e: (e["read_bytes"] + e["write_bytes"]) / 1e9 if "read_bytes" in e else None
+    fmt = lambda v, spec: format(v, spec) if v is not None else format("-", ">" + spec.split(".")[0])
+    ratio = (t.get("ratio_to_modelled") or {}).get("measured") or {}
+    print(f"{r['case_index']:>4} {r['implementation']:<12} {fmt(gb(m), '11.3f')} {fmt(gb(model), '11.3f')} "
+          f"{fmt(ratio.get('total'), '6.3f')}  {m.get('status', '-')} {m.get('reason', '')[:60]}")
+def ncu_bytes(path):
+    rows, total = 0, 0.0
+    lines = [l for l in open(path) if l.startswith('"')]
+    for row in csv.DictReader(lines):
+        name = row.get("Kernel Name", "")
+        if "fill_words" in name or row.get("Metric Name") not in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            continue
+        unit = row.get("Metric Unit", "byte").lower()
+        scale = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}.get(unit, 1)
+        total += float(row["Metric Value"].replace(",", "")) * scale
+        rows += 1
+    return total, rows
+for impl in ("cuda.cublas", "cuda.flash"):
+    path = os.path.join(out, f"ncu-{impl}.csv")
+    harness = [r for r in records if r["case_index"] == 1 and r["implementation"] == impl]
+    if not os.path.exists(path) or not harness:
+        print(f"ncu {impl}: not run"); continue
+    ncu, rows = ncu_bytes(path)
+    m = harness[0]["traffic"].get("measured") or {}
+    ours = (m["read_bytes"] + m["write_bytes"]) if "read_bytes" in m else None
+    ratio = f"{ours / ncu:.4f}" if ours and ncu else "-"
+    print(f"ncu {impl}: ncu {ncu / 1e9:.3f} GB over {rows // 2} kernel(s), harness "
+          f"{ours / 1e9 if ours else float('nan'):.3f} GB, harness/ncu {ratio}")
+PY
+exit $(( tests_status != 0 || bench_status != 0 ))

@@ -1,0 +1,195 @@
+// The GPU correctness matrix: every CUDA implementation against the fp64 oracle
+// on direction (forward; forward and backward, for the implementations that
+// have one) x dtype x head dim x every mask x dropout on/off x lengths that are
+// multiples of no tile x Nq != Nk, with the fused-versus-baseline rule against
+// cuda.cublas where it ran the case. Labelled "gpu"; each test skips, saying why, on a
+// machine without a usable CUDA device.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/accuracy.hpp"
+#include "harness/backend.hpp"
+#include "harness/session.hpp"
+
+namespace attnbench {
+namespace {
+
+struct MaskCase {
+  const char* name;
+  MaskSpec mask;
+  bool padded;
+};
+
+const MaskCase kMasks[] = {
+    {"none", MaskSpec{}, false},
+    {"causal_top_left", MaskSpec{true, false, -1, -1}, false},
+    {"causal_bottom_right", MaskSpec{true, true, -1, -1}, false},
+    {"window_bottom_right", MaskSpec{false, true, 37, 5}, false},
+    {"causal_window_top_left", MaskSpec{true, false, 64, -1}, false},
+    {"padding_causal", MaskSpec{true, true, -1, -1}, true},
+};
+
+struct Shape {
+  std::int64_t seqlen_q, seqlen_k;
+};
+const Shape kShapes[] = {{200, 200}, {129, 257}, {257, 129}};
+
+struct MatrixCase {
+  Direction direction;
+  InputDType dtype;
+  std::int64_t head_dim;
+  MaskCase mask;
+  double dropout;
+  Shape shape;
+};
+
+std::string case_name(const ::testing::TestParamInfo<MatrixCase>& info) {
+  const MatrixCase& c = info.param;
+  return std::string(c.direction == Direction::fwd ? "fwd_" : "fwdbwd_") +
+         (c.dtype == InputDType::fp16 ? "fp16" : "bf16") + "_d" + std::to_string(c.head_dim) + "_" +
+         c.mask.name + (c.dropout > 0 ? "_dropout" : "") + "_q" + std::to_string(c.shape.seqlen_q) + "_k" +
+         std::to_string(c.shape.seqlen_k);
+}
+
+std::vector<MatrixCase> matrix() {
+  std::vector<MatrixCase> cases;
+  for (Direction direction : {Direction::fwd, Direction::fwd_bwd}) {
+    for (InputDType dtype : {InputDType::fp16, InputDType::bf16}) {
+      for (std::int64_t head_dim : {64, 128}) {
+        for (const MaskCase& mask : kMasks) {
+          for (double dropout : {0.0, 0.1}) {
+            for (const Shape& shape : kShapes) cases.push_back({direction, dtype, head_dim, mask, dropout, shape});
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+Problem problem_for(const MatrixCase& c) {
+  Problem p;
+  p.batch = 2;
+  p.heads = 4;
+  p.kv_heads = 2;
+  p.seqlen_q = c.shape.seqlen_q;
+  p.seqlen_k = c.shape.seqlen_k;
+  p.head_dim = c.head_dim;
+  p.dtype = c.dtype;
+  p.direction = c.direction;
+  p.mask = c.mask.mask;
+  p.dropout = DropoutSpec{c.dropout, 0x5eedull, 3};
+  p.input.seed = 11;
+  if (c.mask.padded) {
+    p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+    p.lengths_q = {c.shape.seqlen_q, c.shape.seqlen_q / 3};
+    p.lengths_k = {c.shape.seqlen_k - 7, 0 + c.shape.seqlen_k / 2};
+  } else {
+    resolve_lengths(p);
+  }
+  return p;
+}
+
+bool gpu_available(std::string& reason) {
+  Backend* backend = BackendRegistry::instance().get("cuda");
+  if (!backend) {
+    reason = "this build has no CUDA backend";
+    return false;
+  }
+  const Verdict available = backend->availability();
+  reason = available.reason;
+  return available.ok;
+}
+
+std::vector<Implementation*> cuda_implementations() {
+  std::vector<Implementation*> found;
+  for (Implementation* implementation : ImplementationRegistry::instance().all()) {
+    if (implementation->device() == "cuda") found.push_back(implementation);
+  }
+  return found;
+}
+
+class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
+  std::string reason;
+  if (!gpu_available(reason)) GTEST_SKIP() << "no GPU: " << reason;
+  const Problem problem = problem_for(GetParam());
+  ASSERT_TRUE(check_problem(problem).empty());
+  const AccuracySettings settings;
+  CaseData data(problem, settings, 8);
+
+  std::map<std::string, AccuracyResult> results;
+  std::map<std::string, ElementType> output_types;
+  for (Implementation* implementation : cuda_implementations()) {
+    const std::string name(implementation->name());
+    // Forward-only implementations sit out the gradient half of the matrix.
+    if (has_backward(problem.direction) && !implementation->supports(problem).ok) continue;
+    std::string skip_reason;
+    const auto session = ImplementationSession::open(*implementation, data, 8, skip_reason);
+    ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
+    session->checked_call();
+    results[name] = session->check_accuracy(session->copy_outputs());
+    output_types[name] = implementation->output_type(problem);
+  }
+  if (!has_backward(problem.direction)) {
+    ASSERT_TRUE(results.count("cuda.cublas")) << "the materializing baseline must run every forward case";
+  }
+  for (auto& [name, result] : results) {
+    // With a baseline that ran the case, the fused-versus-baseline rule; without
+    // one (a backward the baseline lacks), the per-dtype bound alone.
+    if (!result.baseline.empty() && results.count(result.baseline)) {
+      apply_baseline_rule(result, results.at(result.baseline), output_types.at(name), settings);
+      EXPECT_TRUE(result.rule_applied) << name;
+    }
+    EXPECT_EQ(result.status, "passed") << name << ": " << result.reason << "\n" << result.to_json().dump(1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, CudaCorrectness, ::testing::ValuesIn(matrix()), case_name);
+
+// Rows of the output that no key is visible to (padding, bottom-right causal
+// with Nq > Nk) must be exact zeros, not merely close to them.
+TEST(CudaCorrectnessEdges, RowsWithoutVisibleKeysAreExactZerosWithMinusInfinityLse) {
+  std::string reason;
+  if (!gpu_available(reason)) GTEST_SKIP() << "no GPU: " << reason;
+  Problem p;
+  p.batch = 1;
+  p.heads = 2;
+  p.kv_heads = 2;
+  p.seqlen_q = 150;
+  p.seqlen_k = 40;
+  p.head_dim = 64;
+  p.mask = MaskSpec{true, true, -1, -1};  // rows i < 110 see nothing
+  resolve_lengths(p);
+  CaseData data(p, AccuracySettings{}, 8);
+  for (Implementation* implementation : cuda_implementations()) {
+    std::string skip_reason;
+    const auto session = ImplementationSession::open(*implementation, data, 8, skip_reason);
+    ASSERT_TRUE(session) << skip_reason;
+    session->checked_call();
+    const HostOutputs outputs = session->copy_outputs();
+    const TensorStrides strides = q_strides(p);
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      for (std::int64_t i = 0; i < 110; ++i) {
+        EXPECT_EQ(load_as_double(outputs.lse.buffer.data, ElementType::f32,
+                                 static_cast<std::size_t>(lse_index(p, 0, h, i))),
+                  -std::numeric_limits<double>::infinity())
+            << implementation->name() << " row " << i;
+        for (std::int64_t c = 0; c < p.head_dim; ++c) {
+          ASSERT_EQ(load_as_double(outputs.out.buffer.data, outputs.out.buffer.type,
+                                   static_cast<std::size_t>(strides.offset(0, i, h) + c)),
+                    0.0)
+              << implementation->name() << " row " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench

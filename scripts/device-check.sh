@@ -78,13 +78,28 @@ JSON
       > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
   done
 fi
-step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status"
+# PyTorch's SDPA backends beside ours (issue 7) on the device_check cases at
+# N 4k, forward, merged into one table with ours.
+step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
+peer_status=0
+timeout 150 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+  --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
+if [[ -f $out/torch_peer.json ]]; then
+  "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \
+    >> "$out/torch_peer.log" 2>&1 &&
+    "$bin/attnbench" report "$out/merged.json" --table seqlen > "$out/report-peers.md" 2>> "$out/torch_peer.log"
+fi
+step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status, torch peer $peer_status"
 
 echo
 echo "== failing GPU tests =="
 grep -E "\*\*\*Failed|Exception" "$out/gpu-tests.log" | head -n 20 || true
 echo "== benchmark (median ms and TFLOP/s) =="
 cat "$out/report-seqlen.md"
+if [[ -f $out/report-peers.md ]]; then
+  echo "== with PyTorch's backends (N 4k, forward) =="
+  cat "$out/report-peers.md"
+fi
 echo "== HBM traffic: measured (CUPTI) against modelled, and the ncu cross-check =="
 python3 - "$out" <<'PY' || echo "(python3 failed; see results.json and ncu-*.csv)"
 import csv, glob, json, os, sys

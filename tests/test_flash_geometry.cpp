@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/dropout.hpp"
 #include "kernels/common/mask.hpp"
+#include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 
 namespace attnbench {
@@ -164,27 +166,33 @@ TEST(FlashGeometry, SwizzleStepsAgreeWithTheSwizzle) {
   }
 }
 
-// copy_tile_async: thread x writes chunk x % (d/8) of rows x / (d/8) + r·(threads / (d/8)).
+// copy_tile_async (kernels/cuda/tile_copy.hpp): thread x writes chunk x % (d/8)
+// of rows x / (d/8) + r·(threads / (d/8)), with the forward's and the backward's
+// thread counts and tile heights: every chunk of the tile exactly once.
 TEST(FlashGeometry, TileCopiesWriteEveryChunkOnce) {
   for (int head_dim : {64, 128}) {
-    const FlashTileShape shape = flash_tile_shape(head_dim);
-    const int threads = 32 * shape.warps;
-    const int chunks_per_row = head_dim / 8;
-    const int rows_per_round = threads / chunks_per_row;
-    ASSERT_EQ(rows_per_round % 8, 0);
-    for (int rows : {shape.block_m, shape.block_n}) {
-      ASSERT_EQ(rows % rows_per_round, 0);
-      std::set<int> written;
-      for (int thread = 0; thread < threads; ++thread) {
-        const int row = thread / chunks_per_row;
-        const int base = swizzled_offset(row, thread % chunks_per_row * 8, head_dim);
-        for (int round = 0; round < rows / rows_per_round; ++round) {
-          const int offset = base + round * rows_per_round * head_dim;
-          EXPECT_EQ(offset, swizzled_offset(row + round * rows_per_round, thread % chunks_per_row * 8, head_dim));
-          written.insert(offset);
+    const FlashTileShape forward = flash_tile_shape(head_dim);
+    const FlashBackwardShape backward = flash_backward_shape(head_dim);
+    const std::pair<int, std::vector<int>> uses[] = {{32 * forward.warps, {forward.block_m, forward.block_n}},
+                                                     {32 * backward.warps, {backward.block_m, backward.block_n}}};
+    for (const auto& [threads, heights] : uses) {
+      const int chunks_per_row = head_dim / 8;
+      const int rows_per_round = threads / chunks_per_row;
+      ASSERT_EQ(rows_per_round % 8, 0);
+      for (int rows : heights) {
+        ASSERT_EQ(rows % rows_per_round, 0);
+        std::set<int> written;
+        for (int thread = 0; thread < threads; ++thread) {
+          const int row = thread / chunks_per_row;
+          const int base = swizzled_offset(row, thread % chunks_per_row * 8, head_dim);
+          for (int round = 0; round < rows / rows_per_round; ++round) {
+            const int offset = base + round * rows_per_round * head_dim;
+            EXPECT_EQ(offset, swizzled_offset(row + round * rows_per_round, thread % chunks_per_row * 8, head_dim));
+            written.insert(offset);
+          }
         }
+        EXPECT_EQ(static_cast<int>(written.size()), rows * chunks_per_row) << threads << " threads, " << rows << " rows";
       }
-      EXPECT_EQ(static_cast<int>(written.size()), rows * chunks_per_row);
     }
   }
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The prepared GPU check (issues 3 and 4): on a machine with a GPU, build for
-# the GPU present (dependencies from .deps, see scripts/gather-deps.sh), run the
-# GPU-labelled tests (the correctness matrix of every CUDA implementation),
-# run a short forward benchmark (with the CUPTI profiling pass: measured DRAM
-# bytes beside the models), cross-check one case's DRAM bytes with ncu, and
-# write every log and the results JSON into OUTDIR. Prints short tables last.
-# Meant to finish in about 7 minutes on one H200, build included.
+# The prepared GPU check (issues 3, 4, 5 and 7): on a machine with a GPU, build
+# for the GPU present (dependencies from .deps, see scripts/gather-deps.sh), run
+# the GPU-labelled tests (the correctness matrix of every CUDA implementation,
+# forward and gradients), run a short forward and forward+backward benchmark
+# (with the CUPTI profiling pass: measured DRAM bytes beside the models),
+# cross-check one case's DRAM bytes with ncu, run PyTorch's SDPA backends on the
+# N 4k forward cases, and write every log and results file into OUTDIR. Prints
+# short tables last. Not yet timed on a GPU: give it up to 10 minutes with a
+# fresh build; a rerun on the same machine reuses build-gpu/.
 #
 #   scripts/gather-deps.sh                 # here, once: .deps for the GPU machine
 #   scripts/device-check.sh OUTDIR         # there (device tool: carry [".deps"])
@@ -46,7 +48,7 @@ ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 -j 4 > "$out
 tests_status=$?
 step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
 
-step "forward benchmark (scenarios/device_check.json)"
+step "benchmark (scenarios/device_check.json)"
 "$bin/attnbench" run scenarios/device_check.json -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
 for table in seqlen memory accuracy; do
@@ -72,7 +74,7 @@ if command -v ncu > /dev/null; then
 JSON
   ncu_status=0
   for impl in cuda.cublas cuda.flash; do
-    timeout 120 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+    timeout 60 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
       --nvtx --nvtx-include "attnbench@case ncu_cross_check#0/$impl/check/" --csv --print-units base --log-file "$out/ncu-$impl.csv" \
       "$bin/attnbench" run "$out/ncu_case.json" --impl "$impl" --no-profile -o "$out/ncu-run-$impl.json" \
       > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
@@ -82,7 +84,7 @@ fi
 # N 4k, forward, merged into one table with ours.
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
-timeout 150 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+timeout 90 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
   --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then
   "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \

@@ -19,6 +19,7 @@
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "tests/mask_kinds.hpp"
 
 namespace attnbench {
 namespace {
@@ -409,22 +410,6 @@ TEST(FlashBackwardGeometry, KeyMajorAccumulatorsAreTheAFragmentOfSixteenQueries)
 }
 
 // ---- Masks: the query side -----------------------------------------------------------
-
-std::vector<MaskSpec> every_mask_kind() {
-  std::vector<MaskSpec> masks;
-  for (bool bottom_right : {false, true}) {
-    masks.push_back(MaskSpec{false, bottom_right, -1, -1});
-    masks.push_back(MaskSpec{true, bottom_right, -1, -1});
-    masks.push_back(MaskSpec{false, bottom_right, 37, 5});
-    masks.push_back(MaskSpec{false, bottom_right, 0, 0});
-    masks.push_back(MaskSpec{true, bottom_right, 64, -1});
-    masks.push_back(MaskSpec{true, bottom_right, 0, -1});
-    masks.push_back(MaskSpec{false, bottom_right, -1, 20});
-    masks.push_back(MaskSpec{false, bottom_right, 100, -1});
-    masks.push_back(MaskSpec{false, bottom_right, 3, 130});
-  }
-  return masks;
-}
 
 // {seqlen_q, seqlen_k, len_q, len_k}
 constexpr std::int64_t kShapes[][4] = {{200, 200, 200, 200}, {129, 257, 129, 257}, {257, 129, 257, 129},

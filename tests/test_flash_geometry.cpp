@@ -16,6 +16,7 @@
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "tests/mask_kinds.hpp"
 
 namespace attnbench {
 namespace {
@@ -214,20 +215,6 @@ TEST(FlashGeometry, SharedMemoryFitsEveryTargetAndTheGridCoversEveryQueryTileOnc
       EXPECT_EQ(flash_query_tile_of_block(0, tiles), tiles - 1) << "the heaviest causal tile first";
     }
   }
-}
-
-std::vector<MaskSpec> every_mask_kind() {
-  std::vector<MaskSpec> masks;
-  for (bool bottom_right : {false, true}) {
-    masks.push_back(MaskSpec{false, bottom_right, -1, -1});
-    masks.push_back(MaskSpec{true, bottom_right, -1, -1});
-    masks.push_back(MaskSpec{false, bottom_right, 37, 5});
-    masks.push_back(MaskSpec{false, bottom_right, 0, 0});
-    masks.push_back(MaskSpec{true, bottom_right, 64, -1});
-    masks.push_back(MaskSpec{false, bottom_right, -1, 20});
-    masks.push_back(MaskSpec{false, bottom_right, 100, -1});
-  }
-  return masks;
 }
 
 // Against the predicate: a visited tile range holds every visible key of the

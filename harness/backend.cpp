@@ -34,21 +34,24 @@ std::vector<std::string> BackendRegistry::devices() const {
 }
 
 DeviceArena::DeviceArena(Backend& backend, std::size_t capacity)
-    : backend_(backend), capacity_(aligned(capacity)) {
-  if (capacity_ > 0) base_ = static_cast<std::byte*>(backend_.allocate(capacity_));
+    : backend_(backend), capacity_(aligned(capacity)), red_zone_(aligned(backend.buffer_red_zone())) {
+  if (capacity_ > 0) base_ = static_cast<std::byte*>(backend_.allocate(capacity_ + kMaxPieces * red_zone_));
 }
 
 DeviceArena::~DeviceArena() {
   if (base_) backend_.release(base_);
 }
 
-TensorBuffer DeviceArena::take(ElementType type, std::size_t elements) {
+TensorBuffer DeviceArena::take(ElementType type, std::size_t elements, std::string_view name) {
   const std::size_t bytes = aligned(elements * element_size(type));
-  if (used_ + bytes > capacity_) {
+  if (used_ + bytes > capacity_ || pieces_ == kMaxPieces) {
     throw std::logic_error("device arena overflow: the memory plan is smaller than what was taken");
   }
-  TensorBuffer buffer{base_ + used_, type, elements};
+  TensorBuffer buffer{base_ + offset_, type, elements};
   used_ += bytes;
+  offset_ += bytes + red_zone_;
+  ++pieces_;
+  backend_.note_buffer(buffer, name);
   return buffer;
 }
 

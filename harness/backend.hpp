@@ -29,15 +29,29 @@ class SampleTimer {
   virtual double stop() = 0;
 };
 
+// Where a backend's work runs: on the host itself ("cpu"), on an accelerator
+// ("cuda"), or on the host as a simulation of an accelerator ("cudasim"), whose
+// times are host times and which no default selection picks.
+enum class BackendKind { host, accelerator, simulator };
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view device() const = 0;  // matches Implementation::device()
+  virtual BackendKind kind() const = 0;
+  // Its memory is host memory (the pre-flight counts the host copies of the outputs in it).
+  bool uses_host_memory() const { return kind() != BackendKind::accelerator; }
   virtual Verdict availability() const = 0;
   // Bytes that could be allocated now (for the pre-flight check).
   virtual std::uint64_t available_memory() const = 0;
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void release(void* pointer) = 0;
+  // One buffer of an allocation, named as in AttentionBuffers ("Q", "workspace");
+  // the simulator holds kernels to these bounds.
+  virtual void note_buffer(const TensorBuffer& /*buffer*/, std::string_view /*name*/) {}
+  // Unused bytes a DeviceArena leaves after each buffer, so that an access
+  // past a buffer's end lands in no buffer (the simulator's red zones).
+  virtual std::size_t buffer_red_zone() const { return 0; }
   virtual void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
   virtual void fill_with_nan(const TensorBuffer& buffer) = 0;
@@ -94,10 +108,12 @@ struct BackendRegistration {
 };
 
 // One allocation from a backend, handed out in aligned pieces; its high-water
-// mark is the peak memory of a (case, implementation).
+// mark is the peak memory of a (case, implementation). The backend's red zones
+// between pieces are allocated beside the capacity and not counted in used().
 class DeviceArena {
  public:
   static constexpr std::size_t kAlignment = 256;
+  static constexpr std::size_t kMaxPieces = 16;
   static std::size_t aligned(std::size_t bytes) {
     return (bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
@@ -107,7 +123,7 @@ class DeviceArena {
   DeviceArena(const DeviceArena&) = delete;
   DeviceArena& operator=(const DeviceArena&) = delete;
 
-  TensorBuffer take(ElementType type, std::size_t elements);
+  TensorBuffer take(ElementType type, std::size_t elements, std::string_view name);
   std::size_t used() const { return used_; }
   std::size_t capacity() const { return capacity_; }
 
@@ -115,7 +131,10 @@ class DeviceArena {
   Backend& backend_;
   std::byte* base_ = nullptr;
   std::size_t capacity_ = 0;
-  std::size_t used_ = 0;
+  std::size_t red_zone_ = 0;
+  std::size_t used_ = 0;    // bytes handed out
+  std::size_t offset_ = 0;  // where the next piece starts, red zones included
+  std::size_t pieces_ = 0;
 };
 
 }  // namespace attnbench

@@ -28,6 +28,7 @@ class HostBackend final : public Backend {
   HostBackend() : info_(read_host_info()) {}
 
   std::string_view device() const override { return "cpu"; }
+  BackendKind kind() const override { return BackendKind::host; }
   Verdict availability() const override { return Verdict::yes(); }
   std::uint64_t available_memory() const override { return read_host_info().memory_available_bytes; }
 

@@ -35,10 +35,13 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
   auto& registry = ImplementationRegistry::instance();
   std::vector<Implementation*> selected;
   if (requested.empty()) {
+    // A simulator's implementations run only when asked for by name.
     std::vector<Implementation*> accelerated, cpu;
     for (Implementation* implementation : registry.all()) {
       if (!implementation->availability().ok) continue;
-      (implementation->device() == "cpu" ? cpu : accelerated).push_back(implementation);
+      const Backend* backend = BackendRegistry::instance().get(implementation->device());
+      if (!backend || backend->kind() == BackendKind::simulator) continue;
+      (backend->kind() == BackendKind::host ? cpu : accelerated).push_back(implementation);
     }
     return accelerated.empty() ? cpu : accelerated;
   }
@@ -282,7 +285,7 @@ class ScenarioRunner {
   // otherwise what the profiling pass collected, or why it did not run.
   Json profile_implementation(ImplementationSession& session) {
     Backend& backend = session.backend();
-    if (backend.device() == "cpu") return nullptr;
+    if (backend.kind() == BackendKind::host) return nullptr;
     if (!profile_.enabled) return measured_traffic_json(ProfileResult::not_collected("skipped", "--no-profile"));
     DeviceProfiler* profiler = backend.profiler();
     if (!profiler) {
@@ -329,6 +332,7 @@ class ScenarioRunner {
     const FlopCount flops = flop_count(p);
     const ByteCount compulsory = compulsory_bytes(p);
     record["timing"] = Json{{"clock", session.backend().clock_name()},
+                            {"simulated", session.backend().kind() == BackendKind::simulator},
                             {"cache", settings.cold_cache ? "cold" : "hot"},
                             {"cache_flush_bytes", settings.cold_cache ? session.backend().cache_flush_bytes() : 0},
                             {"warmup_iterations", measurement.warmup_iterations},

@@ -84,7 +84,7 @@ std::unique_ptr<ImplementationSession> ImplementationSession::open(Implementatio
   // device is the host).
   const ExecutionContext context{threads, nullptr};
   const MemoryPlan memory = plan_memory(p, implementation, context);
-  const std::uint64_t need = memory.total() + (backend->device() == "cpu" ? memory.outputs : 0);
+  const std::uint64_t need = memory.total() + (backend->uses_host_memory() ? memory.outputs : 0);
   const std::uint64_t available_bytes = backend->available_memory();
   if (need > available_bytes) {
     skip_reason = "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
@@ -113,18 +113,18 @@ ImplementationSession::ImplementationSession(Implementation& implementation, Bac
   const bool backward = has_backward(p.direction);
   const ElementType in = element_type(p.dtype);
   const ElementType out = implementation.output_type(p);
-  buffers_.q = arena_.take(in, static_cast<std::size_t>(q_elements(p)));
-  buffers_.k = arena_.take(in, static_cast<std::size_t>(kv_elements(p)));
-  buffers_.v = arena_.take(in, static_cast<std::size_t>(kv_elements(p)));
-  if (backward) buffers_.d_out = arena_.take(in, static_cast<std::size_t>(q_elements(p)));
-  buffers_.out = arena_.take(out, static_cast<std::size_t>(q_elements(p)));
-  buffers_.lse = arena_.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)));
+  buffers_.q = arena_.take(in, static_cast<std::size_t>(q_elements(p)), "Q");
+  buffers_.k = arena_.take(in, static_cast<std::size_t>(kv_elements(p)), "K");
+  buffers_.v = arena_.take(in, static_cast<std::size_t>(kv_elements(p)), "V");
+  if (backward) buffers_.d_out = arena_.take(in, static_cast<std::size_t>(q_elements(p)), "dO");
+  buffers_.out = arena_.take(out, static_cast<std::size_t>(q_elements(p)), "O");
+  buffers_.lse = arena_.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)), "LSE");
   if (backward) {
-    buffers_.d_q = arena_.take(out, static_cast<std::size_t>(q_elements(p)));
-    buffers_.d_k = arena_.take(out, static_cast<std::size_t>(kv_elements(p)));
-    buffers_.d_v = arena_.take(out, static_cast<std::size_t>(kv_elements(p)));
+    buffers_.d_q = arena_.take(out, static_cast<std::size_t>(q_elements(p)), "dQ");
+    buffers_.d_k = arena_.take(out, static_cast<std::size_t>(kv_elements(p)), "dK");
+    buffers_.d_v = arena_.take(out, static_cast<std::size_t>(kv_elements(p)), "dV");
   }
-  buffers_.workspace = arena_.take(ElementType::f32, memory.workspace / sizeof(float));
+  buffers_.workspace = arena_.take(ElementType::f32, memory.workspace / sizeof(float), "workspace");
 
   // The first device session of a case generates the inputs where they are
   // used, and the host keeps a copy for the oracle and the other sessions.

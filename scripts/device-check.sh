@@ -4,8 +4,10 @@
 # the GPU-labelled tests (the correctness matrix of every CUDA implementation,
 # forward and gradients), run a short forward and forward+backward benchmark
 # (with the CUPTI profiling pass: measured DRAM bytes beside the models),
-# cross-check one case's DRAM bytes with ncu, run PyTorch's SDPA backends on the
-# N 4k forward cases, and write every log and results file into OUTDIR. Prints
+# cross-check one case's DRAM bytes with ncu, run compute-sanitizer's memcheck,
+# racecheck and synccheck on one small padded, causal case with dropout for
+# every CUDA kernel, run PyTorch's SDPA backends on the N 4k forward cases, and
+# write every log and results file into OUTDIR. Prints
 # short tables last. Not yet timed on a GPU: give it up to 10 minutes with a
 # fresh build; a rerun on the same machine reuses build-gpu/.
 #
@@ -80,6 +82,30 @@ JSON
       > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
   done
 fi
+# compute-sanitizer on every kernel of cuda.flash (forward and backward),
+# cuda.flash.simple and cuda.cublas: one small case, padded, causal, with
+# dropout, forward and forward+backward; the in-process profiler off.
+sanitizer_status=skipped
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ -x $sanitizer ]]; then
+  cat > "$out/sanitizer_case.json" <<'JSON'
+{"name": "sanitizer_check", "description": "one small padded, causal case with dropout for compute-sanitizer",
+ "defaults": {"batch": 2, "heads": 4, "kv_heads": 2, "seqlen": 100, "head_dim": 64, "dtype": "fp16",
+              "causal": true, "align": "bottom_right", "padding": {"lengths": [100, 63]}, "dropout": 0.1},
+ "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd"}],
+ "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.cublas"],
+ "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
+             "max_samples": 1, "min_seconds": 0, "max_seconds": 0.001}}
+JSON
+  sanitizer_status=0
+  for tool in memcheck racecheck synccheck; do
+    step "compute-sanitizer --tool $tool"
+    timeout 150 "$sanitizer" --tool "$tool" --error-exitcode 99 \
+      "$bin/attnbench" run "$out/sanitizer_case.json" --no-profile -o "$out/sanitizer-$tool.json" \
+      > "$out/sanitizer-$tool.log" 2>&1 || sanitizer_status=$?
+    step "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -n 1)"
+  done
+fi
 # PyTorch's SDPA backends beside ours (issue 7) on the device_check cases at
 # N 4k, forward, merged into one table with ours.
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
@@ -91,11 +117,13 @@ if [[ -f $out/torch_peer.json ]]; then
     >> "$out/torch_peer.log" 2>&1 &&
     "$bin/attnbench" report "$out/merged.json" --table seqlen > "$out/report-peers.md" 2>> "$out/torch_peer.log"
 fi
-step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status, torch peer $peer_status"
+step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status"
 
 echo
 echo "== failing GPU tests =="
 grep -E "\*\*\*Failed|Exception" "$out/gpu-tests.log" | head -n 20 || true
+echo "== compute-sanitizer =="
+grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|Program hit|Invalid|Race reported" "$out"/sanitizer-*.log 2>/dev/null | head -n 20 || true
 echo "== benchmark (median ms and TFLOP/s) =="
 cat "$out/report-seqlen.md"
 if [[ -f $out/report-peers.md ]]; then

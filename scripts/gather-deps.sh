@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Gathers the headers, static libraries and CMake package files attnbench builds
-# against (nlohmann/json, CLI11, GoogleTest, Google Benchmark) into .deps/usr,
+# against (nlohmann/json, CLI11, GoogleTest, Google Benchmark, Boost.Context)
+# into .deps/usr,
 # laid out as under /usr so their CMake config files resolve inside it. The GPU
 # machine has nvcc, CMake and ninja but no Debian -dev packages and no network:
 # .deps travels there with the check (device tool: carry [".deps"]) and
@@ -20,6 +21,13 @@ for library in libgtest.a libgtest_main.a libgmock.a libgmock_main.a libbenchmar
 done
 # The shared Google Benchmark library and the names it is linked and loaded by.
 for file in "/usr/lib/$multiarch"/libbenchmark.so.*; do paths+=("$file"); done
+# Boost.Context (the cudasim fibers): its library, CMake files, and only the
+# Boost headers its fiber header really includes (all of Boost would not fit).
+for file in "/usr/lib/$multiarch"/libboost_context.so* "/usr/lib/$multiarch"/libboost_context.a; do paths+=("$file"); done
+for dir in "/usr/lib/$multiarch"/cmake/{Boost,boost_context,boost_headers}-*; do paths+=("$dir"); done
+paths+=("/usr/lib/$multiarch"/cmake/BoostDetectToolset-*.cmake)
+while read -r header; do paths+=("$header"); done < <(
+  echo '#include <boost/context/fiber.hpp>' | g++ -std=c++20 -x c++ -M - | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u)
 
 rm -rf .deps
 mkdir -p .deps

@@ -6,7 +6,8 @@
 # for any other.
 set -euo pipefail
 
-packages=(cmake g++ make git nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev)
+packages=(cmake g++ make git binutils nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev
+          libboost-context-dev)
 
 if [[ $(id -u) -eq 0 ]]; then
   sudo_cmd=()

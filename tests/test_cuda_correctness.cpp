@@ -1,9 +1,12 @@
-// The GPU correctness matrix: every CUDA implementation against the fp64 oracle
-// on direction (forward; forward and backward, for the implementations that
-// have one) x dtype x head dim x every mask x dropout on/off x lengths that are
-// multiples of no tile x Nq != Nk, with the fused-versus-baseline rule against
-// cuda.cublas where it ran the case. Labelled "gpu"; each test skips, saying why, on a
-// machine without a usable CUDA device.
+// The correctness matrix of the CUDA kernels: every implementation of one
+// device against the fp64 oracle on direction (forward; forward and backward,
+// for the implementations that have one) x dtype x head dim x every mask x
+// dropout on/off x lengths that are multiples of no tile x Nq != Nk, with the
+// fused-versus-baseline rule against the device's cuBLAS baseline where it ran
+// the case. Built twice (tests/CMakeLists.txt), with ATTNBENCH_TEST_DEVICE:
+//   "cuda"    the GPU, labelled "gpu"; each test skips, saying why, without one;
+//   "cudasim" the same kernels under the simulator with its sanitizer on, on
+//             every machine.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,6 +16,7 @@
 
 #include "harness/accuracy.hpp"
 #include "harness/backend.hpp"
+#include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/session.hpp"
 
 namespace attnbench {
@@ -94,10 +98,18 @@ Problem problem_for(const MatrixCase& c) {
   return p;
 }
 
-bool gpu_available(std::string& reason) {
-  Backend* backend = BackendRegistry::instance().get("cuda");
+constexpr const char* kDevice = ATTNBENCH_TEST_DEVICE;
+
+// The simulator's sanitizer is on in every test, whatever the environment says.
+const bool kSanitizerOn = [] {
+  cudasim::set_sanitizer_enabled(true);
+  return true;
+}();
+
+bool device_available(std::string& reason) {
+  Backend* backend = BackendRegistry::instance().get(kDevice);
   if (!backend) {
-    reason = "this build has no CUDA backend";
+    reason = std::string("this build has no ") + kDevice + " backend";
     return false;
   }
   const Verdict available = backend->availability();
@@ -105,19 +117,21 @@ bool gpu_available(std::string& reason) {
   return available.ok;
 }
 
-std::vector<Implementation*> cuda_implementations() {
+std::vector<Implementation*> device_implementations() {
   std::vector<Implementation*> found;
   for (Implementation* implementation : ImplementationRegistry::instance().all()) {
-    if (implementation->device() == "cuda") found.push_back(implementation);
+    if (implementation->device() == kDevice) found.push_back(implementation);
   }
   return found;
 }
+
+std::string baseline_name() { return std::string(kDevice) + ".cublas"; }
 
 class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
   std::string reason;
-  if (!gpu_available(reason)) GTEST_SKIP() << "no GPU: " << reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
   const Problem problem = problem_for(GetParam());
   ASSERT_TRUE(check_problem(problem).empty());
   const AccuracySettings settings;
@@ -125,7 +139,7 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
 
   std::map<std::string, AccuracyResult> results;
   std::map<std::string, ElementType> output_types;
-  for (Implementation* implementation : cuda_implementations()) {
+  for (Implementation* implementation : device_implementations()) {
     const std::string name(implementation->name());
     // Forward-only implementations sit out the gradient half of the matrix.
     if (has_backward(problem.direction) && !implementation->supports(problem).ok) continue;
@@ -137,7 +151,7 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
     output_types[name] = implementation->output_type(problem);
   }
   if (!has_backward(problem.direction)) {
-    ASSERT_TRUE(results.count("cuda.cublas")) << "the materializing baseline must run every forward case";
+    ASSERT_TRUE(results.count(baseline_name())) << "the materializing baseline must run every forward case";
   }
   for (auto& [name, result] : results) {
     // With a baseline that ran the case, the fused-versus-baseline rule; without
@@ -156,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, CudaCorrectness, ::testing::ValuesIn(matrix()),
 // with Nq > Nk) must be exact zeros, not merely close to them.
 TEST(CudaCorrectnessEdges, RowsWithoutVisibleKeysAreExactZerosWithMinusInfinityLse) {
   std::string reason;
-  if (!gpu_available(reason)) GTEST_SKIP() << "no GPU: " << reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
   Problem p;
   p.batch = 1;
   p.heads = 2;
@@ -167,7 +181,7 @@ TEST(CudaCorrectnessEdges, RowsWithoutVisibleKeysAreExactZerosWithMinusInfinityL
   p.mask = MaskSpec{true, true, -1, -1};  // rows i < 110 see nothing
   resolve_lengths(p);
   CaseData data(p, AccuracySettings{}, 8);
-  for (Implementation* implementation : cuda_implementations()) {
+  for (Implementation* implementation : device_implementations()) {
     std::string skip_reason;
     const auto session = ImplementationSession::open(*implementation, data, 8, skip_reason);
     ASSERT_TRUE(session) << skip_reason;

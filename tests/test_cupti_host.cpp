@@ -7,6 +7,7 @@
 
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
+#include "harness/errors.hpp"
 #include "harness/profiler.hpp"
 
 namespace attnbench {
@@ -80,6 +81,22 @@ TEST(CuptiProbe, WithoutADeviceItIsUnavailableAndProfilingSaysSo) {
   const ProfileResult result = profiler->profile([] {}, [&] { called = true; }, false);
   EXPECT_EQ(result.status, "unavailable");
   EXPECT_FALSE(called);
+}
+
+// A kernel's fault in the profiling pass is the case's failure (and, when it
+// lost the context, the runner's cue to restart), never a "profiler failed"
+// note; the profiler's own errors are.
+TEST(CuptiProfilingStep, LetsADeviceErrorThroughAndRecordsTheProfilersOwnFailures) {
+  EXPECT_THROW(run_profiling_step([]() -> ProfileResult { throw DeviceError("illegal address", true); }, "p"),
+               DeviceError);
+  const ProfileResult failed =
+      run_profiling_step([]() -> ProfileResult { throw std::runtime_error("16 passes"); }, "cupti.range_profiler");
+  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.reason, "16 passes");
+  EXPECT_EQ(failed.profiler, "cupti.range_profiler");
+  ProfileResult collected;
+  collected.profiler = "cupti.range_profiler";
+  EXPECT_EQ(run_profiling_step([&] { return collected; }, "cupti.range_profiler").status, collected.status);
 }
 
 }  // namespace

@@ -74,8 +74,11 @@
 #include "harness/traffic_model.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/device_lengths.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr int kPointerThreads = 256;
@@ -126,7 +129,7 @@ void launch_build_pointer_arrays(const Problem& p, const AttentionParams& params
   const std::int64_t entries = p.batch * p.heads;
   const auto blocks =
       static_cast<unsigned>(std::min<std::int64_t>((entries + kPointerThreads - 1) / kPointerThreads, 1 << 20));
-  build_pointer_arrays<<<blocks, kPointerThreads, 0, stream>>>(params, score_head_elements(p), table);
+  launch_kernel(&build_pointer_arrays, blocks, kPointerThreads, 0, stream, params, score_head_elements(p), table);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -185,7 +188,7 @@ class CublasAttention final : public CudaImplementation {
     if (handle_ && cudaDeviceSynchronize() == cudaSuccess) cublasDestroy(handle_);
   }
 
-  std::string_view name() const override { return "cuda.cublas"; }
+  std::string_view name() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
   std::string_view summary() const override {
     return "materializing attention: cuBLAS batched GEMMs with S, P~ (and dP, dS for the backward) in device memory, "
            "masked softmax + dropout and score-gradient kernels";
@@ -376,4 +379,5 @@ class CublasAttention final : public CudaImplementation {
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CublasAttention>(); }};
 
 }  // namespace
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

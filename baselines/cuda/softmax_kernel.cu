@@ -32,8 +32,11 @@
 #include "baselines/cuda/softmax_row.hpp"
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/cuda/element_conversion.hpp"
+#include "kernels/cuda/cuda_build.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr int kMaxWarps = 8;
@@ -91,8 +94,8 @@ template <typename Element>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     masked_softmax(AttentionParams params, const float* scores, Element* probabilities, std::int64_t row_stride,
                    float* lse) {
-  __shared__ float shared_max[kMaxWarps];
-  __shared__ float shared_sum[kMaxWarps];
+  ATTNBENCH_STATIC_SHARED(shared_max, float[kMaxWarps]);
+  ATTNBENCH_STATIC_SHARED(shared_sum, float[kMaxWarps]);
   const std::int64_t rows = params.batch * params.heads * params.seqlen_q;
   const int thread = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
@@ -117,8 +120,7 @@ void launch(const AttentionParams& params, const float* scores, void* probabilit
             float* lse, cudaStream_t stream) {
   const std::int64_t rows = params.batch * params.heads * params.seqlen_q;
   const auto blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
-  masked_softmax<Element><<<blocks, softmax_threads(params.seqlen_k), 0, stream>>>(
-      params, scores, static_cast<Element*>(probabilities), row_stride, lse);
+  launch_kernel(&masked_softmax<Element>, blocks, softmax_threads(params.seqlen_k), 0, stream, params, scores, static_cast<Element*>(probabilities), row_stride, lse);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -144,7 +146,7 @@ struct ElementToFloat {
 template <typename Element>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     score_gradient(AttentionParams params, ScoreGradientTensors tensors, std::int64_t row_stride) {
-  __shared__ float shared_sum[kMaxWarps];
+  ATTNBENCH_STATIC_SHARED(shared_sum, float[kMaxWarps]);
   const std::int64_t rows = params.batch * params.heads * params.seqlen_q;
   const int thread = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
@@ -195,9 +197,9 @@ void launch_score_gradient(const AttentionParams& params, const ScoreGradientTen
   const auto blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
   const int threads = softmax_threads(params.seqlen_k);
   if (dtype == InputDType::fp16) {
-    score_gradient<__half><<<blocks, threads, 0, stream>>>(params, tensors, row_stride);
+    launch_kernel(&score_gradient<__half>, blocks, threads, 0, stream, params, tensors, row_stride);
   } else {
-    score_gradient<__nv_bfloat16><<<blocks, threads, 0, stream>>>(params, tensors, row_stride);
+    launch_kernel(&score_gradient<__nv_bfloat16>, blocks, threads, 0, stream, params, tensors, row_stride);
   }
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -207,13 +209,14 @@ void launch_key_gradient_conversion(const float* key_sums, const float* value_su
   constexpr int kThreads = 256;
   const auto blocks = static_cast<unsigned>(std::min((elements + kThreads - 1) / kThreads, kMaxBlocks));
   if (dtype == InputDType::fp16) {
-    key_gradient_conversion<<<blocks, kThreads, 0, stream>>>(key_sums, value_sums, static_cast<__half*>(d_k),
+    launch_kernel(&key_gradient_conversion<__half>, blocks, kThreads, 0, stream, key_sums, value_sums, static_cast<__half*>(d_k),
                                                              static_cast<__half*>(d_v), elements);
   } else {
-    key_gradient_conversion<<<blocks, kThreads, 0, stream>>>(key_sums, value_sums, static_cast<__nv_bfloat16*>(d_k),
+    launch_kernel(&key_gradient_conversion<__nv_bfloat16>, blocks, kThreads, 0, stream, key_sums, value_sums, static_cast<__nv_bfloat16*>(d_k),
                                                              static_cast<__nv_bfloat16*>(d_v), elements);
   }
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -11,8 +11,10 @@
 
 #include "harness/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 // scores: [batch·heads, Nq, row_stride] fp32; probabilities: the same shape in
 // `dtype`; lse: [batch, heads, Nq] fp32. row_stride is a multiple of 8 and both
@@ -45,4 +47,5 @@ void launch_score_gradient(const AttentionParams& params, const ScoreGradientTen
 void launch_key_gradient_conversion(const float* key_sums, const float* value_sums, void* d_k, void* d_v,
                                     std::int64_t elements, InputDType dtype, cudaStream_t stream);
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

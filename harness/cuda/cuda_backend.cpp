@@ -84,6 +84,7 @@ class CudaBackend final : public Backend {
   }
 
   std::string_view device() const override { return "cuda"; }
+  BackendKind kind() const override { return BackendKind::accelerator; }
   Verdict availability() const override {
     return unavailable_.empty() ? Verdict::yes() : Verdict::no(unavailable_);
   }

@@ -3,8 +3,10 @@
 #include <string>
 
 #include "harness/errors.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 bool cuda_error_loses_context(cudaError_t error) {
   switch (error) {
@@ -38,4 +40,5 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
                     false);
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -5,8 +5,10 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 // True for errors after which the CUDA context cannot be used again in this
 // process (illegal address, launch failure, assertion, …).
@@ -15,6 +17,7 @@ bool cuda_error_loses_context(cudaError_t error);
 [[noreturn]] void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line);
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench
 
 #define ATTNBENCH_CUDA_CHECK(call)                                                         \

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "harness/cuda/nvml_clocks.hpp"
+#include "harness/errors.hpp"
 
 namespace attnbench {
 
@@ -154,26 +155,19 @@ class CuptiProfiler final : public DeviceProfiler {
                         bool per_kernel) override {
     const ProfilerProbe& answer = probe();
     if (!answer.available) return ProfileResult::not_collected("unavailable", answer.reason, answer.hint);
-    ProfileResult result;
-    result.profiler = "cupti.range_profiler";
-    result.per_kernel_requested = per_kernel;
-    try {
-      result.ranges = collect(false, prepare, call, result.passes);
-      if (per_kernel) {
-        std::size_t kernel_passes = 0;
-        result.kernels = collect(true, prepare, call, kernel_passes);
-      }
-    } catch (const CuptiError& error) {
-      const CuptiFailure failure = explain_cupti_failure(error.result());
-      ProfileResult failed = ProfileResult::not_collected("failed", failure.reason + ": " + error.what(), failure.hint);
-      failed.profiler = result.profiler;
-      return failed;
-    } catch (const std::runtime_error& error) {
-      ProfileResult failed = ProfileResult::not_collected("failed", error.what());
-      failed.profiler = result.profiler;
-      return failed;
-    }
-    return result;
+    return run_profiling_step(
+        [&] {
+          ProfileResult result;
+          result.profiler = "cupti.range_profiler";
+          result.per_kernel_requested = per_kernel;
+          result.ranges = collect(false, prepare, call, result.passes);
+          if (per_kernel) {
+            std::size_t kernel_passes = 0;
+            result.kernels = collect(true, prepare, call, kernel_passes);
+          }
+          return result;
+        },
+        "cupti.range_profiler");
   }
 
  private:
@@ -212,6 +206,8 @@ class CuptiProfiler final : public DeviceProfiler {
     }
     try {
       return probe_target();
+    } catch (const DeviceError&) {
+      throw;
     } catch (const CuptiError& error) {
       const CuptiFailure failure = explain_cupti_failure(error.result());
       return unavailable(failure.reason + ": " + error.what(), failure.hint);
@@ -379,6 +375,23 @@ class CuptiProfiler final : public DeviceProfiler {
 };
 
 }  // namespace
+
+ProfileResult run_profiling_step(const std::function<ProfileResult()>& step, const std::string& profiler) {
+  try {
+    return step();
+  } catch (const DeviceError&) {
+    throw;
+  } catch (const CuptiError& error) {
+    const CuptiFailure failure = explain_cupti_failure(error.result());
+    ProfileResult failed = ProfileResult::not_collected("failed", failure.reason + ": " + error.what(), failure.hint);
+    failed.profiler = profiler;
+    return failed;
+  } catch (const std::runtime_error& error) {
+    ProfileResult failed = ProfileResult::not_collected("failed", error.what());
+    failed.profiler = profiler;
+    return failed;
+  }
+}
 
 std::unique_ptr<DeviceProfiler> make_cupti_profiler(int ordinal, std::string pci_bus_id) {
   return std::make_unique<CuptiProfiler>(ordinal, std::move(pci_bus_id));

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ struct CuptiFailure {
   std::string hint;
 };
 CuptiFailure explain_cupti_failure(CUptiResult result);
+
+// Runs one step of the profiling pass. A CUPTI failure, or any other runtime
+// error of the profiler's own, becomes a "failed" result naming `profiler`
+// with the reason (and the run goes on without measured bytes); a DeviceError
+// (a kernel's fault, which may have lost the CUDA context) passes through, so
+// the case is recorded as failed and the runner restarts when it must.
+ProfileResult run_profiling_step(const std::function<ProfileResult()>& step, const std::string& profiler);
 
 // The profiler of CUDA device `ordinal` (its PCI bus id finds it in NVML).
 std::unique_ptr<DeviceProfiler> make_cupti_profiler(int ordinal, std::string pci_bus_id);

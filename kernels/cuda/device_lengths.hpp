@@ -13,8 +13,10 @@
 
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/cuda/attention_params.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 // Returns the device copy (lengths_q then lengths_k) at `destination`, which has
 // device_lengths_bytes(p) bytes, or nullptr when the problem is not padded.
@@ -27,4 +29,5 @@ inline const std::int64_t* upload_lengths(const Problem& p, void* destination, c
   return lengths;
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

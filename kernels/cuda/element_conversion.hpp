@@ -5,8 +5,10 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -38,4 +40,5 @@ struct ElementPair<__nv_bfloat16> {
   }
 };
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

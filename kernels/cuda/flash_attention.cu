@@ -14,25 +14,27 @@
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_forward.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 class CudaFlash final : public CudaImplementation {
  public:
-  std::string_view name() const override { return "cuda.flash"; }
+  std::string_view name() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("flash"); }
   std::string_view summary() const override {
     return "fused FlashAttention-2 forward and backward: mma.sync tensor cores, cp.async double buffering, online "
            "softmax in registers; O(N) memory";
   }
-  std::string_view accuracy_baseline() const override { return "cuda.cublas"; }
+  std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
   Verdict supports(const Problem& p) const override {
     if (p.head_dim != 64 && p.head_dim != 128) {
-      return Verdict::no("cuda.flash supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
+      return Verdict::no(std::string(name()) + " supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
     }
     if (p.heads > kMaxGridHeads || p.batch > kMaxGridBatch) {
-      return Verdict::no("cuda.flash launches one CTA row per head and batch element: heads and batch must be at most " +
+      return Verdict::no(std::string(name()) + " launches one CTA row per head and batch element: heads and batch must be at most " +
                          std::to_string(kMaxGridHeads));
     }
     return Verdict::yes();
@@ -98,4 +100,5 @@ class CudaFlash final : public CudaImplementation {
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlash>(); }};
 
 }  // namespace
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -56,10 +56,13 @@
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_backward.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/tile_copy.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr unsigned kFullWarp = 0xffffffffu;
@@ -103,32 +106,10 @@ __device__ __forceinline__ void store_tile(std::uint32_t tile_address, Element* 
 #pragma unroll
   for (int round = 0; round < kRounds; ++round) {
     if (first_row + row + round * kRowsPerRound < rows) {
-      uint4 chunk;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(chunk.x), "=r"(chunk.y), "=r"(chunk.z), "=r"(chunk.w)
-                   : "r"(source + round * kRowsPerRound * kHeadDim * 2));
+      const uint4 chunk = load_shared_16(source + round * kRowsPerRound * kHeadDim * 2);
       *reinterpret_cast<uint4*>(slice + (first_row + row + round * kRowsPerRound) * row_stride + column) = chunk;
     }
   }
-}
-
-// Adds (first, second) to the two fp32 values at `address` (8-byte aligned).
-__device__ __forceinline__ void add_pair_to_global(float* address, float first, float second) {
-#if __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(address), make_float2(first, second));
-#else
-  atomicAdd(address, first);
-  atomicAdd(address + 1, second);
-#endif
-}
-
-__device__ __forceinline__ void store_shared_u32(std::uint32_t address, std::uint32_t value) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(address), "r"(value));
-}
-__device__ __forceinline__ float2 load_shared_float2(std::uint32_t address) {
-  float2 value;
-  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(value.x), "=f"(value.y) : "r"(address));
-  return value;
 }
 
 // The dropout bits of the warp's Sᵀ tile: bit 4n + e is set when C element e of
@@ -245,8 +226,7 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
   constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
   constexpr int kDsRowBytes = kBlockM * static_cast<int>(sizeof(Element));
   constexpr FlashBackwardSharedLayout kLayout = flash_backward_shared_layout(kHeadDim, sizeof(Element));
-  extern __shared__ __align__(128) unsigned char shared_bytes[];
-  const std::uint32_t shared_base = shared_address(shared_bytes);
+  const std::uint32_t shared_base = shared_address(dynamic_shared_memory());
   const std::uint32_t k_tile = shared_base + kLayout.k_tile;
   const std::uint32_t v_tile = shared_base + kLayout.v_tile;
   const std::uint32_t ds_tile = shared_base + kLayout.ds_tile;
@@ -576,8 +556,8 @@ void launch_main_kernel(const AttentionParams& params, const AttentionBuffers& b
   const dim3 grid(static_cast<unsigned>((params.seqlen_k + Traits::kBlockN - 1) / Traits::kBlockN),
                   static_cast<unsigned>(params.kv_heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
-  kernel<<<grid, Traits::kThreads, kSharedBytes, stream>>>(
-      params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
+  launch_kernel(
+      kernel, grid, Traits::kThreads, kSharedBytes, stream, params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
       static_cast<const Element*>(buffers.v.data), static_cast<const Element*>(buffers.d_out.data),
       static_cast<Element*>(buffers.d_k.data), static_cast<Element*>(buffers.d_v.data),
       reinterpret_cast<const float*>(workspace + layout.lse_log2),
@@ -599,7 +579,7 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
 
   const dim3 prepare_grid(static_cast<unsigned>(padded_rows / kFlashBackwardRowsPerBlock),
                           static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
-  flash_backward_prepare_kernel<Element, kHeadDim><<<prepare_grid, kFlashBackwardRowThreads, 0, stream>>>(
+  launch_kernel(&flash_backward_prepare_kernel<Element, kHeadDim>, prepare_grid, kFlashBackwardRowThreads, 0, stream,
       params, static_cast<const Element*>(buffers.out.data), static_cast<const Element*>(buffers.d_out.data),
       static_cast<const float*>(buffers.lse.data), lse_log2, delta, dq_accumulator, padded_rows);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
@@ -613,7 +593,7 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
   const dim3 convert_grid(
       static_cast<unsigned>((params.seqlen_q + kFlashBackwardRowsPerBlock - 1) / kFlashBackwardRowsPerBlock),
       static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
-  flash_backward_convert_kernel<Element, kHeadDim><<<convert_grid, kFlashBackwardRowThreads, 0, stream>>>(
+  launch_kernel(&flash_backward_convert_kernel<Element, kHeadDim>, convert_grid, kFlashBackwardRowThreads, 0, stream,
       params, dq_accumulator, static_cast<Element*>(buffers.d_q.data), padded_rows);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -645,4 +625,5 @@ void launch_flash_backward(const Problem& problem, const AttentionParams& params
   }
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -9,8 +9,10 @@
 #include "harness/implementation.hpp"
 #include "harness/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 // Bytes of device workspace the backward needs beyond what the forward uses
 // (kernels/cuda/flash_backward_geometry.hpp, flash_backward_workspace_layout):
@@ -26,4 +28,5 @@ std::size_t flash_backward_workspace_bytes(const Problem& problem);
 void launch_flash_backward(const Problem& problem, const AttentionParams& params, const AttentionBuffers& buffers,
                            void* backward_workspace, cudaStream_t stream);
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

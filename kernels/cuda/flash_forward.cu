@@ -33,10 +33,13 @@
 #include "kernels/common/online_softmax.hpp"
 #include "kernels/cuda/flash_forward.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/tile_copy.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr unsigned kFullWarp = 0xffffffffu;
@@ -98,8 +101,7 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
   constexpr int kKeyTileBytes = kBlockN * kRowBytes;
   // Shared memory: the Q tile, kFlashStages K tiles, kFlashStages V tiles; every
   // tile starts at a multiple of 128 bytes, as swizzled_step() needs.
-  extern __shared__ __align__(128) unsigned char shared_bytes[];
-  const std::uint32_t q_tile = shared_address(shared_bytes);
+  const std::uint32_t q_tile = shared_address(dynamic_shared_memory());
   const std::uint32_t k_tiles = q_tile + kBlockM * kRowBytes;
   const std::uint32_t v_tiles = k_tiles + kFlashStages * kKeyTileBytes;
 
@@ -316,8 +318,8 @@ void launch_kernel(const AttentionParams& params, const AttentionBuffers& buffer
   const dim3 grid(static_cast<unsigned>(flash_query_tiles(params.seqlen_q, Traits::kShape)),
                   static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
-  kernel<<<grid, Traits::kThreads, kSharedBytes, stream>>>(
-      params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
+  launch_kernel(
+      kernel, grid, Traits::kThreads, kSharedBytes, stream, params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
       static_cast<const Element*>(buffers.v.data), static_cast<Element*>(buffers.out.data),
       static_cast<float*>(buffers.lse.data), scale_log2);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
@@ -352,4 +354,5 @@ void launch_flash_forward(const AttentionParams& params, InputDType dtype, const
   }
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

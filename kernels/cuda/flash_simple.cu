@@ -18,12 +18,14 @@
 //   tile), p = exp(s - m), l += the warp sum of p; only then dropout: p is kept
 //   (and scaled by 1/(1 - p_drop)) iff the contract's Philox word for element
 //   (b, h, i, j) of the padded grid says so;
-// - P·V: lane l accumulates dims 2l and 2l + 1 (+ 64 per pass) of each of its
-//   warp's rows, each key's p broadcast from its lane by a shuffle;
+// - P·V: each lane stores its key's p~ of every row of its warp in shared
+//   memory; after a __syncwarp, lane l accumulates dims 2l and 2l + 1 (+ 64 per
+//   pass) of each of the warp's rows over the tile's 32 keys, reading each p~ as
+//   a broadcast;
 // - at the end O = acc / l in the input dtype, zeros for rows without a visible
 //   key (padded rows i >= Lq included), and LSE = m + log l (-inf for those).
 // Head dims are multiples of 8 up to 256; one instance each is compiled for
-// d <= 64, <= 128 and <= 256. Shared memory is static (40.5 KiB at most, d = 256);
+// d <= 64, <= 128 and <= 256. Shared memory is static (42.5 KiB at most, d = 256);
 // the rows of the K tile are padded by 16 bytes so that the lanes' 16-byte reads
 // of 32 different keys do not conflict on banks.
 // Assumes: Q, K, V and O start 16-byte aligned (the harness aligns to 256) and
@@ -47,8 +49,11 @@
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 using namespace flash_simple;
@@ -61,6 +66,7 @@ struct alignas(16) SharedTiles {
   Element query[kBlockRows][kCompiledDim];                 // (kBlockRows, d): the CTA's rows of Q
   Element key[kBlockKeys][key_row_stride(kCompiledDim)];   // (kBlockKeys, d + pad): one K tile
   Element value[kBlockKeys][kCompiledDim];                 // (kBlockKeys, d): one V tile
+  float probability[kWarps][kRowsPerWarp][kBlockKeys];      // p~ of the tile, per warp, row and key
 };
 
 __device__ __forceinline__ float warp_max(float x) {
@@ -174,10 +180,14 @@ __device__ void softmax_step(const AttentionParams& params, std::int64_t b, std:
   }
 }
 
-// accumulator[r] += sum over the tile's keys of p~[r][key] · v[key], for this lane's dims.
+// accumulator[r] += sum over the tile's keys of p~[r][key] · v[key], for this
+// lane's dims, with p~ shared through the warp's slice of tiles.probability.
 template <typename Element, int kCompiledDim>
-__device__ void accumulate_values(const SharedTiles<Element, kCompiledDim>& tiles, int lane, int head_dim,
+__device__ void accumulate_values(SharedTiles<Element, kCompiledDim>& tiles, int warp, int lane, int head_dim,
                                   const float (&probability)[kRowsPerWarp], WarpRows<kCompiledDim>& rows) {
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) tiles.probability[warp][r][lane] = probability[r];
+  __syncwarp();
   for (int key = 0; key < kBlockKeys; ++key) {
     float2 value[dim_passes(kCompiledDim)];
 #pragma unroll
@@ -189,7 +199,7 @@ __device__ void accumulate_values(const SharedTiles<Element, kCompiledDim>& tile
     }
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      const float p = __shfl_sync(kFullMask, probability[r], key);
+      const float p = tiles.probability[warp][r][key];  // the same address in every lane: a broadcast
 #pragma unroll
       for (int pass = 0; pass < dim_passes(kCompiledDim); ++pass) {
         rows.accumulator[r][pass].x = fmaf(p, value[pass].x, rows.accumulator[r][pass].x);
@@ -229,7 +239,7 @@ __global__ void __launch_bounds__(kThreads)
                          float* lse) {
   static_assert(sizeof(SharedTiles<Element, kCompiledDim>) == shared_bytes(kCompiledDim, sizeof(Element)));
   static_assert(sizeof(SharedTiles<Element, kCompiledDim>) <= kStaticSharedLimit);
-  __shared__ SharedTiles<Element, kCompiledDim> tiles;
+  ATTNBENCH_STATIC_SHARED(tiles, SharedTiles<Element, kCompiledDim>);
 
   const std::int64_t block = blockIdx.x;
   const std::int64_t h = blockIdx.y;
@@ -269,7 +279,7 @@ __global__ void __launch_bounds__(kThreads)
     float probability[kRowsPerWarp];
     dot_products(tiles, warp, lane, head_dim, score);
     softmax_step(params, b, h, key_of(tile, lane), score, rows, probability);
-    accumulate_values(tiles, lane, head_dim, probability, rows);
+    accumulate_values(tiles, warp, lane, head_dim, probability, rows);
   }
   write_rows(params, b, h, lane, out, lse, rows);
 }
@@ -279,8 +289,7 @@ void launch(const AttentionParams& params, const AttentionBuffers& buffers, cuda
   const GridShape grid = grid_shape(params.batch, params.heads, params.seqlen_q);
   const dim3 blocks(static_cast<unsigned>(grid.query_blocks), static_cast<unsigned>(grid.heads),
                     static_cast<unsigned>(grid.batch));
-  flash_simple_forward<Element, kCompiledDim><<<blocks, kThreads, 0, stream>>>(
-      params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
+  launch_kernel(&flash_simple_forward<Element, kCompiledDim>, blocks, kThreads, 0, stream, params, static_cast<const Element*>(buffers.q.data), static_cast<const Element*>(buffers.k.data),
       static_cast<const Element*>(buffers.v.data), static_cast<Element*>(buffers.out.data),
       static_cast<float*>(buffers.lse.data));
   ATTNBENCH_CUDA_CHECK_LAUNCH();
@@ -303,20 +312,20 @@ void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& 
 
 class CudaFlashSimple final : public CudaImplementation {
  public:
-  std::string_view name() const override { return "cuda.flash.simple"; }
+  std::string_view name() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("flash.simple"); }
   std::string_view summary() const override {
     return "fused attention forward in plain fp32 (no tensor cores), one key per lane; the cross-check of cuda.flash";
   }
-  std::string_view accuracy_baseline() const override { return "cuda.cublas"; }
+  std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
   Verdict supports(const Problem& problem) const override {
     if (Verdict direction = supports_forward_only(problem); !direction.ok) return direction;
     if (!head_dim_supported(problem.head_dim)) {
-      return Verdict::no("cuda.flash.simple supports head dims that are multiples of 8 from 8 to 256, not " +
+      return Verdict::no(std::string(name()) + " supports head dims that are multiples of 8 from 8 to 256, not " +
                          std::to_string(problem.head_dim));
     }
     if (problem.heads > kMaxGridDimension || problem.batch > kMaxGridDimension) {
-      return Verdict::no("cuda.flash.simple launches one CTA row per head and batch element, at most " +
+      return Verdict::no(std::string(name()) + " launches one CTA row per head and batch element, at most " +
                          std::to_string(kMaxGridDimension) + " each; this problem has " +
                          std::to_string(problem.heads) + " heads and batch " + std::to_string(problem.batch));
     }
@@ -344,7 +353,7 @@ class CudaFlashSimple final : public CudaImplementation {
     for (const TensorBuffer* input : {&buffers.q, &buffers.k, &buffers.v}) {
       if (reinterpret_cast<std::uintptr_t>(input->data) % 16 != 0) {
         throw std::invalid_argument(
-            "cuda.flash.simple reads Q, K and V in 16-byte chunks; an input is not 16-byte aligned");
+            std::string(name()) + " reads Q, K and V in 16-byte chunks; an input is not 16-byte aligned");
       }
     }
     const cudaStream_t stream = stream_of(context);
@@ -370,4 +379,5 @@ class CudaFlashSimple final : public CudaImplementation {
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSimple>(); }};
 
 }  // namespace
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

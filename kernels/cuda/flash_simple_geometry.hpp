@@ -44,12 +44,13 @@ ATTNBENCH_HD constexpr int dim_of(int lane, int pass) { return pass * kDimsPerPa
 // of 32 lanes from 32 different keys spread over every shared-memory bank.
 ATTNBENCH_HD constexpr int key_row_stride(int compiled_dim) { return compiled_dim + kChunkElements; }
 
-// Bytes of the staged Q rows, K tile and V tile of one CTA.
+// Bytes of the staged Q rows, K tile and V tile of one CTA, and of the fp32
+// probabilities of the current tile (one per row and key) its warps share.
 ATTNBENCH_HD constexpr std::size_t shared_bytes(int compiled_dim, std::size_t element_bytes) {
   const int elements = kBlockRows * compiled_dim                     // Q rows
                        + kBlockKeys * key_row_stride(compiled_dim)  // K tile
                        + kBlockKeys * compiled_dim;                 // V tile
-  return element_bytes * static_cast<std::size_t>(elements);
+  return element_bytes * static_cast<std::size_t>(elements) + sizeof(float) * kBlockRows * kBlockKeys;
 }
 
 // Grid (x, y, z) = (query blocks, heads, batch).

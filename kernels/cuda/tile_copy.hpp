@@ -7,8 +7,10 @@
 
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
+#include "kernels/cuda/cuda_build.hpp"
 
 namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
 
 // Copies rows [first_row, first_row + kRows) of a [rows, kHeadDim] tensor slice
 // (row stride `row_stride` elements) into the swizzled shared tile at
@@ -35,4 +37,5 @@ __device__ __forceinline__ void copy_tile_async(std::uint32_t tile_address, cons
   }
 }
 
+ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

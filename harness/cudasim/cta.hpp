@@ -1,0 +1,97 @@
+// One CTA of a simulated launch, and the launch itself (execution.hpp has the
+// model). A host thread runs its CTAs one after another in one Cta object, so
+// the fibers' stacks and the shared window are made once per host thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "harness/cudasim/execution.hpp"
+#include "harness/cudasim/shared_memory.hpp"
+
+namespace cudasim {
+
+class Launch {
+ public:
+  Launch(const GridLaunch& configuration, const std::function<void()>& body, DeviceMemoryMap memory, bool sanitize);
+  const GridLaunch& configuration() const { return configuration_; }
+  const std::function<void()>& body() const { return body_; }
+  const DeviceMemoryMap& memory() const { return memory_; }
+  bool sanitize() const { return sanitize_; }
+
+  void add(Finding finding, bool fatal);
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  // The next CTA (linear index) to run, or -1 when none is left or the launch was aborted.
+  std::int64_t next_block();
+  // Every finding, formatted; empty when there were none.
+  std::string findings_text() const;
+
+ private:
+  GridLaunch configuration_;
+  const std::function<void()>& body_;
+  DeviceMemoryMap memory_;
+  bool sanitize_;
+  std::atomic<std::int64_t> next_block_{0};
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex mutex_;
+  std::vector<Finding> findings_;
+  std::size_t suppressed_ = 0;
+};
+
+class Cta {
+ public:
+  explicit Cta(Launch& launch);
+  Cta(const Cta&) = delete;
+  Cta& operator=(const Cta&) = delete;
+
+  // Runs every thread of CTA `block` to its end (or until the launch is abandoned).
+  void run(uint3 block);
+
+  Launch& launch() { return launch_; }
+  SharedMemory& shared() { return shared_; }
+  WarpState& warp(int index) { return warps_[static_cast<std::size_t>(index)]; }
+  SimThread& thread(int linear) { return threads_[static_cast<std::size_t>(linear)]; }
+  int thread_count() const { return static_cast<int>(threads_.size()); }
+  uint3 block() const { return block_; }
+
+  void arrive_at_barrier(SimThread& thread, const void* pc);
+  // Suspends the running thread and runs the next ready one (or the
+  // scheduler), until the thread is made ready and its turn comes.
+  void suspend(SimThread& thread);
+  void make_ready(SimThread& thread);
+  // The launch is over for this CTA: unwind the running thread.
+  [[noreturn]] void abandon();
+
+ private:
+  void start_threads(uint3 block);
+  void finish_thread(SimThread& thread);
+  void diagnose_stall();
+  // The context to hand over to when `thread` stops running: the next ready
+  // thread (now running) or the scheduler; `switcher_` tells the one resumed
+  // where to keep `thread`'s continuation.
+  boost::context::fiber&& hand_over(SimThread* thread);
+  // Stores the continuation of whoever just handed over to the running thread.
+  void keep_continuation(boost::context::fiber&& from);
+
+  Launch& launch_;
+  SharedMemory shared_;
+  std::vector<SimThread> threads_;
+  std::vector<WarpState> warps_;
+  std::deque<SimThread*> ready_;
+  boost::context::fiber scheduler_;  // the scheduler while a thread runs
+  SimThread* switcher_ = nullptr;    // the thread that handed over last; null: the scheduler
+  uint3 block_{};
+  int finished_ = 0;
+  int barrier_arrived_ = 0;
+  const void* barrier_pc_ = nullptr;
+  bool abandoned_ = false;
+};
+
+// The CTA of the calling simulated thread.
+inline Cta& current_cta() { return *current_thread->cta; }
+
+}  // namespace cudasim

@@ -1,0 +1,381 @@
+// The PTX semantics of instructions.hpp, and the per-thread entry points of
+// device_runtime.hpp that execute them on the simulator: barriers, warp
+// collectives, shared-memory and asynchronous-copy instructions, atomics.
+#include "harness/cudasim/instructions.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "harness/cudasim/cta.hpp"
+#include "harness/cudasim/device_runtime.hpp"
+#include "harness/dtype.hpp"
+
+namespace cudasim {
+namespace ptx {
+
+Element mma_a_element(int lane, int i) {
+  const int group = lane >> 2, thread_in_group = lane % 4;
+  const int row = (i < 2 || (i >= 4 && i < 6)) ? group : group + 8;
+  const int column = thread_in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+  return Element{row, column};
+}
+
+Element mma_b_element(int lane, int i) {
+  const int group = lane >> 2, thread_in_group = lane % 4;
+  return Element{thread_in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0), group};
+}
+
+Element mma_c_element(int lane, int i) {
+  const int group = lane >> 2, thread_in_group = lane % 4;
+  return Element{i < 2 ? group : group + 8, thread_in_group * 2 + (i & 1)};
+}
+
+namespace {
+
+// Every fp16 value, decoded once (mma reads 512 of them per instruction).
+const std::vector<float>& half_values() {
+  static const std::vector<float> values = [] {
+    std::vector<float> table(65536);
+    for (std::uint32_t bits = 0; bits < 65536; ++bits) table[bits] = attnbench::half_to_float(static_cast<std::uint16_t>(bits));
+    return table;
+  }();
+  return values;
+}
+
+double decode(MmaInputType type, std::uint16_t bits) {
+  return type == MmaInputType::f16 ? half_values()[bits] : attnbench::bfloat16_to_float(bits);
+}
+std::uint16_t half_of(std::uint32_t reg, int half) { return static_cast<std::uint16_t>(reg >> (16 * half)); }
+
+}  // namespace
+
+void mma_m16n8k16(MmaInputType type, const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2],
+                  const float (&c)[32][4], float (&d)[32][4]) {
+  double A[16][16], Bt[8][16], C[16][8];  // Bt: B transposed, so a dot product reads both rows in order
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      const Element e = mma_a_element(lane, i);
+      A[e.row][e.column] = decode(type, half_of(a[lane][i / 2], i % 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+      const Element e = mma_b_element(lane, i);
+      Bt[e.column][e.row] = decode(type, half_of(b[lane][i / 2], i % 2));
+      const Element f = mma_c_element(lane, i);
+      C[f.row][f.column] = c[lane][i];
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 4; ++i) {
+      const Element e = mma_c_element(lane, i);
+      double sum = C[e.row][e.column];
+      for (int k = 0; k < 16; ++k) sum += A[e.row][k] * Bt[e.column][k];
+      d[lane][i] = static_cast<float>(sum);
+    }
+  }
+}
+
+std::uint32_t ldmatrix_register(const std::uint16_t (&rows)[4][8][8], int matrix, int lane, bool transposed) {
+  const auto (&m)[8][8] = rows[matrix];
+  const int quad = lane / 4, pair = 2 * (lane % 4);
+  const std::uint16_t low = transposed ? m[pair][quad] : m[quad][pair];
+  const std::uint16_t high = transposed ? m[pair + 1][quad] : m[quad][pair + 1];
+  return std::uint32_t{low} | std::uint32_t{high} << 16;
+}
+
+int shuffle_source_lane(ShuffleMode mode, int lane, std::uint32_t b, std::uint32_t c, bool& in_range) {
+  const int bval = static_cast<int>(b & 0x1f);
+  const int cval = static_cast<int>(c & 0x1f);
+  const int segmask = static_cast<int>((c >> 8) & 0x1f);
+  const int max_lane = (lane & segmask) | (cval & ~segmask);
+  const int min_lane = lane & segmask;
+  int j = lane;
+  switch (mode) {
+    case ShuffleMode::up:
+      j = lane - bval;
+      in_range = j >= max_lane;
+      break;
+    case ShuffleMode::down:
+      j = lane + bval;
+      in_range = j <= max_lane;
+      break;
+    case ShuffleMode::butterfly:
+      j = lane ^ bval;
+      in_range = j <= max_lane;
+      break;
+    case ShuffleMode::index:
+      j = min_lane | (bval & ~segmask);
+      in_range = j <= max_lane;
+      break;
+  }
+  return in_range ? j : lane;
+}
+
+float ex2_approx_ftz(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = std::copysign(0.0f, x);
+  const float y = static_cast<float>(std::exp2(static_cast<double>(x)));
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
+
+}  // namespace ptx
+
+// ---- entry points ------------------------------------------------------------------
+
+namespace {
+
+#define CUDASIM_PC __builtin_return_address(0)
+
+std::string hex(std::uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+SimThread& me() { return *current_thread; }
+
+}  // namespace
+
+void check_global_access(SimThread& thread, const void* address, std::size_t bytes, std::size_t alignment,
+                         const char* what, const void* pc) {
+  std::string why;
+  const auto placement =
+      thread.cta->launch().memory().place(reinterpret_cast<std::uintptr_t>(address), bytes, &why);
+  if (placement == DeviceMemoryMap::Placement::host) return;
+  if (alignment > 1 && reinterpret_cast<std::uintptr_t>(address) % alignment != 0) {
+    report_fatal(&thread, "misaligned global access",
+                 std::string(what) + " of " + std::to_string(bytes) + " bytes at " +
+                     hex(reinterpret_cast<std::uintptr_t>(address)) + ", which is not a multiple of " +
+                     std::to_string(alignment),
+                 pc);
+  }
+  if (placement == DeviceMemoryMap::Placement::outside) {
+    report_fatal(&thread, "out-of-bounds global access",
+                 std::string(what) + " of " + std::to_string(bytes) + " bytes at " +
+                     hex(reinterpret_cast<std::uintptr_t>(address)) + ": " + why,
+                 pc);
+  }
+}
+
+// "Parallel Synchronization and Communication Instructions: bar.sync" (__syncthreads).
+void barrier_sync() { current_cta().arrive_at_barrier(me(), CUDASIM_PC); }
+
+// "Parallel Synchronization and Communication Instructions: bar.warp.sync".
+void warp_sync(unsigned member_mask) {
+  warp_collective(CollectiveKind::warp_sync, 0, member_mask, false, CUDASIM_PC, nullptr, nullptr,
+                  [](WarpState& warp, Cta&) { ++warp.sync_count; });
+}
+
+namespace {
+struct ShuffleOperands {
+  std::uint32_t value, b, c;
+};
+}  // namespace
+
+std::uint32_t shuffle_b32(ShuffleMode mode, std::uint32_t value, std::uint32_t b, std::uint32_t c,
+                          unsigned member_mask) {
+  const ShuffleOperands in{value, b, c};
+  std::uint32_t out = 0;
+  warp_collective(CollectiveKind::shuffle, static_cast<std::uint32_t>(mode), member_mask, false, CUDASIM_PC, &in,
+                  &out, [](WarpState& warp, Cta& cta) {
+                    const auto mode_of = static_cast<ShuffleMode>(warp.qualifiers);
+                    for (int lane = 0; lane < 32; ++lane) {
+                      if (!(warp.mask >> lane & 1u)) continue;
+                      const auto* operands = static_cast<const ShuffleOperands*>(warp.inputs[lane]);
+                      bool in_range = false;
+                      const int source = ptx::shuffle_source_lane(mode_of, lane, operands->b, operands->c, in_range);
+                      std::uint32_t result = operands->value;
+                      if (in_range && !(warp.mask >> source & 1u)) {
+                        SimThread& t = lane_thread(cta, static_cast<int>(&warp - &cta.warp(0)), lane);
+                        report(&t, "shuffle from a lane outside the member mask",
+                               "lane " + std::to_string(lane) + " reads lane " + std::to_string(source) +
+                                   ", which the member mask does not name: the value is undefined",
+                               warp.pc, false);
+                      } else if (in_range) {
+                        result = static_cast<const ShuffleOperands*>(warp.inputs[source])->value;
+                      }
+                      *static_cast<std::uint32_t*>(warp.outputs[lane]) = result;
+                    }
+                  });
+  return out;
+}
+
+// ---- shared memory -----------------------------------------------------------------
+
+unsigned char* dynamic_shared_memory() { return current_cta().shared().base(); }
+
+void* static_shared_memory(const void* site, std::size_t bytes, std::size_t alignment) {
+  return current_cta().shared().static_variable(me(), site, bytes, alignment, CUDASIM_PC);
+}
+
+// "Data Movement and Conversion Instructions: cvta" (cvta.to.shared).
+std::uint32_t generic_to_shared(const void* pointer) {
+  SharedMemory& shared = current_cta().shared();
+  if (!shared.contains(pointer)) {
+    report_fatal(&me(), "cvta.to.shared of a non-shared address",
+                 "the generic address " + hex(reinterpret_cast<std::uintptr_t>(pointer)) +
+                     " is not in the CTA's shared memory",
+                 CUDASIM_PC);
+  }
+  return static_cast<std::uint32_t>(static_cast<const unsigned char*>(pointer) - shared.base());
+}
+
+// "Data Movement and Conversion Instructions: ld / st" (.shared, .u32 / .v2 / .v4).
+std::uint32_t load_shared_u32(std::uint32_t address) {
+  std::uint32_t value;
+  std::memcpy(&value, current_cta().shared().access(me(), address, 4, 4, SharedAccess::read, CUDASIM_PC), 4);
+  return value;
+}
+void store_shared_u32(std::uint32_t address, std::uint32_t value) {
+  std::memcpy(current_cta().shared().access(me(), address, 4, 4, SharedAccess::write, CUDASIM_PC), &value, 4);
+}
+uint2 load_shared_v2_u32(std::uint32_t address) {
+  uint2 value;
+  std::memcpy(&value, current_cta().shared().access(me(), address, 8, 8, SharedAccess::read, CUDASIM_PC), 8);
+  return value;
+}
+uint4 load_shared_v4_u32(std::uint32_t address) {
+  uint4 value;
+  std::memcpy(&value, current_cta().shared().access(me(), address, 16, 16, SharedAccess::read, CUDASIM_PC), 16);
+  return value;
+}
+
+// "Data Movement and Conversion Instructions: cp.async" (.cg, cp-size 16): the
+// destination reads as poison (0xff bytes) from issue until a
+// cp.async.wait_group covers the copy's group; then src-size bytes of the source
+// land and the rest of the 16 is zero-filled.
+void cp_async_cg_16(std::uint32_t shared_destination, const void* global_source, std::uint32_t source_bytes) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  if (source_bytes > 16) {
+    report_fatal(&t, "invalid cp.async", "src-size " + std::to_string(source_bytes) + " exceeds cp-size 16", pc);
+  }
+  if (source_bytes > 0) check_global_access(t, global_source, source_bytes, 16, "cp.async source read", pc);
+  unsigned char* destination = t.cta->shared().access(t, shared_destination, 16, 16, SharedAccess::async_issue, pc);
+  std::memset(destination, 0xff, 16);
+  t.open_group.push_back(PendingCopy{shared_destination, static_cast<const unsigned char*>(global_source),
+                                     source_bytes, pc});
+}
+
+// "cp.async.commit_group": the copies issued since the last commit form a group
+// (possibly empty).
+void cp_async_commit_group() {
+  SimThread& t = me();
+  t.committed_groups.push_back(std::move(t.open_group));
+  t.open_group.clear();
+}
+
+// "cp.async.wait_group": waits until at most `pending` of the most recent groups
+// are still in flight; every older group lands.
+void cp_async_wait_group(int pending) {
+  SimThread& t = me();
+  while (t.committed_groups.size() > static_cast<std::size_t>(std::max(pending, 0))) {
+    for (const PendingCopy& copy : t.committed_groups.front()) {
+      unsigned char* destination =
+          t.cta->shared().access(t, copy.destination, 16, 16, SharedAccess::async_land, copy.pc);
+      std::memcpy(destination, copy.source, copy.source_bytes);
+      std::memset(destination + copy.source_bytes, 0, 16 - copy.source_bytes);
+    }
+    t.committed_groups.pop_front();
+  }
+}
+
+// ---- tensor cores ------------------------------------------------------------------
+
+namespace {
+struct LdmatrixOut {
+  std::uint32_t registers[4];
+};
+struct MmaOperands {
+  std::uint32_t a[4];
+  std::uint32_t b[2];
+  float c[4];
+};
+}  // namespace
+
+void ldmatrix_m8n8_b16(int matrices, bool transposed, std::uint32_t row_address, std::uint32_t* registers) {
+  LdmatrixOut out{};
+  warp_collective(
+      CollectiveKind::ldmatrix, static_cast<std::uint32_t>(2 * matrices + (transposed ? 1 : 0)), 0xffffffffu, true,
+      CUDASIM_PC, &row_address, &out, [](WarpState& warp, Cta& cta) {
+        const int count = static_cast<int>(warp.qualifiers / 2);
+        const bool trans = (warp.qualifiers & 1u) != 0;
+        const int warp_index = static_cast<int>(&warp - &cta.warp(0));
+        std::uint16_t rows[4][8][8] = {};
+        for (int m = 0; m < count; ++m) {
+          for (int r = 0; r < 8; ++r) {
+            const int lane = 8 * m + r;
+            const auto address = *static_cast<const std::uint32_t*>(warp.inputs[lane]);
+            const unsigned char* bytes = cta.shared().access(lane_thread(cta, warp_index, lane), address, 16, 16,
+                                                             SharedAccess::read, warp.pc);
+            std::memcpy(rows[m][r], bytes, 16);
+          }
+        }
+        for (int lane = 0; lane < 32; ++lane) {
+          auto* result = static_cast<LdmatrixOut*>(warp.outputs[lane]);
+          for (int m = 0; m < count; ++m) result->registers[m] = ptx::ldmatrix_register(rows, m, lane, trans);
+        }
+      });
+  std::memcpy(registers, out.registers, sizeof(std::uint32_t) * static_cast<std::size_t>(matrices));
+}
+
+void mma_m16n8k16_f32(MmaInputType type, float* d, const std::uint32_t* a, const std::uint32_t* b, const float* c) {
+  MmaOperands in{};
+  std::memcpy(in.a, a, sizeof in.a);
+  std::memcpy(in.b, b, sizeof in.b);
+  std::memcpy(in.c, c, sizeof in.c);
+  float out[4];
+  warp_collective(CollectiveKind::mma, static_cast<std::uint32_t>(type), 0xffffffffu, true, CUDASIM_PC, &in, out,
+                  [](WarpState& warp, Cta&) {
+                    std::uint32_t fa[32][4], fb[32][2];
+                    float fc[32][4], fd[32][4];
+                    for (int lane = 0; lane < 32; ++lane) {
+                      const auto* operands = static_cast<const MmaOperands*>(warp.inputs[lane]);
+                      std::memcpy(fa[lane], operands->a, sizeof fa[lane]);
+                      std::memcpy(fb[lane], operands->b, sizeof fb[lane]);
+                      std::memcpy(fc[lane], operands->c, sizeof fc[lane]);
+                    }
+                    ptx::mma_m16n8k16(static_cast<MmaInputType>(warp.qualifiers), fa, fb, fc, fd);
+                    for (int lane = 0; lane < 32; ++lane) std::memcpy(warp.outputs[lane], fd[lane], sizeof fd[lane]);
+                  });
+  std::memcpy(d, out, sizeof out);
+}
+
+float ex2_approx_ftz_f32(float x) { return ptx::ex2_approx_ftz(x); }
+
+// ---- atomics -----------------------------------------------------------------------
+
+namespace {
+
+// "Parallel Synchronization and Communication Instructions: atom / red" (.add.f32):
+// each element's add is atomic, for the vector forms too.
+float add_atomically(float* address, float value) { return std::atomic_ref<float>(*address).fetch_add(value); }
+
+void check_atomic(SimThread& t, void* address, std::size_t bytes, const void* pc) {
+  SharedMemory& shared = t.cta->shared();
+  if (shared.contains(address)) {
+    shared.access(t, static_cast<std::uint32_t>(static_cast<unsigned char*>(address) - shared.base()), bytes, bytes,
+                  SharedAccess::atomic, pc);
+  } else {
+    check_global_access(t, address, bytes, bytes, "atomic add", pc);
+  }
+}
+
+}  // namespace
+
+float atomic_add_f32(float* address, float value) {
+  check_atomic(me(), address, 4, CUDASIM_PC);
+  return add_atomically(address, value);
+}
+
+float2 atomic_add_v2_f32(float2* address, float2 value) {
+  check_atomic(me(), address, 8, CUDASIM_PC);
+  const float x = add_atomically(&address->x, value.x);
+  const float y = add_atomically(&address->y, value.y);
+  return float2{x, y};
+}
+
+}  // namespace cudasim

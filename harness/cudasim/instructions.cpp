@@ -54,28 +54,48 @@ std::uint16_t half_of(std::uint32_t reg, int half) { return static_cast<std::uin
 
 }  // namespace
 
+namespace {
+
+// Where element i of lane l's fragments sits, for the loops of mma_m16n8k16.
+struct FragmentMaps {
+  Element a[32][8], b[32][4], c[32][4];
+};
+const FragmentMaps& fragment_maps() {
+  static const FragmentMaps maps = [] {
+    FragmentMaps m{};
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int i = 0; i < 8; ++i) m.a[lane][i] = mma_a_element(lane, i);
+      for (int i = 0; i < 4; ++i) {
+        m.b[lane][i] = mma_b_element(lane, i);
+        m.c[lane][i] = mma_c_element(lane, i);
+      }
+    }
+    return m;
+  }();
+  return maps;
+}
+
+}  // namespace
+
 void mma_m16n8k16(MmaInputType type, const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2],
                   const float (&c)[32][4], float (&d)[32][4]) {
-  double A[16][16], Bt[8][16], C[16][8];  // Bt: B transposed, so a dot product reads both rows in order
+  const FragmentMaps& maps = fragment_maps();
+  double A[16][16], B[16][8], D[16][8];
   for (int lane = 0; lane < 32; ++lane) {
-    for (int i = 0; i < 8; ++i) {
-      const Element e = mma_a_element(lane, i);
-      A[e.row][e.column] = decode(type, half_of(a[lane][i / 2], i % 2));
-    }
+    for (int i = 0; i < 8; ++i) A[maps.a[lane][i].row][maps.a[lane][i].column] = decode(type, half_of(a[lane][i / 2], i % 2));
     for (int i = 0; i < 4; ++i) {
-      const Element e = mma_b_element(lane, i);
-      Bt[e.column][e.row] = decode(type, half_of(b[lane][i / 2], i % 2));
-      const Element f = mma_c_element(lane, i);
-      C[f.row][f.column] = c[lane][i];
+      B[maps.b[lane][i].row][maps.b[lane][i].column] = decode(type, half_of(b[lane][i / 2], i % 2));
+      D[maps.c[lane][i].row][maps.c[lane][i].column] = c[lane][i];
+    }
+  }
+  // D = C + A[·][0]·B[0][·] + A[·][1]·B[1][·] + …: every element sums in order of k.
+  for (int row = 0; row < 16; ++row) {
+    for (int k = 0; k < 16; ++k) {
+      for (int column = 0; column < 8; ++column) D[row][column] += A[row][k] * B[k][column];
     }
   }
   for (int lane = 0; lane < 32; ++lane) {
-    for (int i = 0; i < 4; ++i) {
-      const Element e = mma_c_element(lane, i);
-      double sum = C[e.row][e.column];
-      for (int k = 0; k < 16; ++k) sum += A[e.row][k] * Bt[e.column][k];
-      d[lane][i] = static_cast<float>(sum);
-    }
+    for (int i = 0; i < 4; ++i) d[lane][i] = static_cast<float>(D[maps.c[lane][i].row][maps.c[lane][i].column]);
   }
 }
 

@@ -22,6 +22,17 @@ double percentile_sorted(const std::vector<double>& sorted, double q) {
   return sorted[lower] + fraction * (sorted[upper] - sorted[lower]);
 }
 
+namespace {
+
+// P(X = j) for X ~ Binomial(n, 1/2).
+double binomial_half_mass(std::size_t n, std::size_t j) {
+  const double log_mass = std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(j) + 1) -
+                          std::lgamma(static_cast<double>(n - j) + 1) - static_cast<double>(n) * std::log(2.0);
+  return std::exp(log_mass);
+}
+
+}  // namespace
+
 MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
   // The number of samples below the median is Binomial(n, 1/2). The interval
   // [x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(X <= k-1);
@@ -31,11 +42,7 @@ MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
   double tail = 0.0;  // P(X <= k - 1)
   std::size_t best = 0;
   for (std::size_t k = 1; k <= (n + 1) / 2; ++k) {
-    const double log_mass = std::lgamma(static_cast<double>(n) + 1) -
-                            std::lgamma(static_cast<double>(k - 1) + 1) -
-                            std::lgamma(static_cast<double>(n - (k - 1)) + 1) -
-                            static_cast<double>(n) * std::log(2.0);
-    tail += std::exp(log_mass);
+    tail += binomial_half_mass(n, k - 1);
     if (2.0 * tail > alpha) break;
     best = k;
   }
@@ -73,6 +80,34 @@ SampleStatistics summarize(std::vector<double> samples, double confidence) {
     stats.median_ci_high = samples[ranks.high - 1];
   }
   return stats;
+}
+
+RunningMedianInterval::RunningMedianInterval(double confidence) : alpha_(1.0 - confidence) {}
+
+void RunningMedianInterval::add(double value) {
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), value), value);
+  const std::size_t n = sorted_.size();
+  // From Binomial(n - 1) to Binomial(n): P(X_n <= j) = P(X_{n-1} <= j) - P(X_{n-1} = j) / 2,
+  // which never grows, so the previous rank still reaches the confidence.
+  if (low_rank_ > 0) tail_ -= 0.5 * binomial_half_mass(n - 1, low_rank_ - 1);
+  while (low_rank_ + 1 <= (n + 1) / 2) {
+    const double next_tail = tail_ + binomial_half_mass(n, low_rank_);
+    if (2.0 * next_tail > alpha_) break;
+    tail_ = next_tail;
+    ++low_rank_;
+  }
+}
+
+MedianRanks RunningMedianInterval::ranks() const {
+  if (low_rank_ == 0) return {};
+  return MedianRanks{low_rank_, sorted_.size() + 1 - low_rank_};
+}
+
+double RunningMedianInterval::relative_width() const {
+  if (sorted_.empty()) return std::numeric_limits<double>::infinity();
+  const double median = percentile_sorted(sorted_, 0.5);
+  if (low_rank_ == 0 || !(median > 0.0)) return std::numeric_limits<double>::infinity();
+  return (sorted_[sorted_.size() - low_rank_] - sorted_[low_rank_ - 1]) / median;
 }
 
 }  // namespace attnbench

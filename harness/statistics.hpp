@@ -38,4 +38,27 @@ MedianRanks median_confidence_ranks(std::size_t n, double confidence);
 
 SampleStatistics summarize(std::vector<double> samples, double confidence = 0.95);
 
+// The median's confidence interval of a sample that grows one value at a time,
+// for the stopping rule of the timing loop, at a cost that stays flat: the
+// values are kept sorted (one binary search and one insertion per value) and
+// the interval's ranks are carried over from the previous count (Binomial(n+1)
+// tails follow from Binomial(n) ones in O(1)), instead of a sort and a loop
+// over n log-gamma terms per value. Its ranks and width are those of
+// median_confidence_ranks and summarize at every count.
+class RunningMedianInterval {
+ public:
+  explicit RunningMedianInterval(double confidence = 0.95);
+  void add(double value);
+  std::size_t count() const { return sorted_.size(); }
+  MedianRanks ranks() const;
+  // SampleStatistics::median_ci_relative_width() of the values so far.
+  double relative_width() const;
+
+ private:
+  double alpha_;
+  std::vector<double> sorted_;
+  std::size_t low_rank_ = 0;  // the largest k whose interval [x_(k), x_(n+1-k)] reaches the confidence; 0 for none
+  double tail_ = 0;           // P(X <= low_rank_ - 1) for X ~ Binomial(count, 1/2); 0 when low_rank_ is 0
+};
+
 }  // namespace attnbench

@@ -206,5 +206,56 @@ TEST(Summarize, IntervalCoversTheTrueMedianAboutAsOftenAsPromised) {
   EXPECT_LE(fraction, 0.985);
 }
 
+TEST(RunningMedianInterval, RanksEqualTheDirectComputationAtEveryCount) {
+  // Every count up to 2000, then every 4999th up to 100,000: the carried-over
+  // Binomial tails pick the same ranks as summing the tail afresh, including
+  // at the confidences where the ranks change often.
+  for (const double confidence : {0.95, 0.99, 0.5}) {
+    RunningMedianInterval running(confidence);
+    for (std::size_t n = 1; n <= 100000; ++n) {
+      running.add(1.0);  // the ranks depend on the count only
+      if (n > 2000 && n % 4999 != 0) continue;
+      const MedianRanks direct = median_confidence_ranks(n, confidence);
+      const MedianRanks carried = running.ranks();
+      ASSERT_EQ(carried.low, direct.low) << "n = " << n << ", confidence " << confidence;
+      ASSERT_EQ(carried.high, direct.high) << "n = " << n << ", confidence " << confidence;
+    }
+  }
+}
+
+TEST(RunningMedianInterval, WidthEqualsSummarizeOfTheValuesSoFar) {
+  std::mt19937_64 generator(7);
+  std::lognormal_distribution<double> draw(-7.0, 0.3);
+  RunningMedianInterval running;
+  std::vector<double> values;
+  for (std::size_t n = 1; n <= 400; ++n) {
+    const double value = n % 50 == 0 ? 0.0 : draw(generator);  // zeros too, as a coarse clock gives
+    values.push_back(value);
+    running.add(value);
+    EXPECT_EQ(running.count(), n);
+    const double expected = summarize(values).median_ci_relative_width();
+    if (std::isinf(expected)) {
+      EXPECT_TRUE(std::isinf(running.relative_width())) << "n = " << n;
+    } else {
+      EXPECT_EQ(running.relative_width(), expected) << "n = " << n;
+    }
+  }
+}
+
+TEST(RunningMedianInterval, NoIntervalBeforeSixValuesNorWithAZeroMedian) {
+  RunningMedianInterval running;
+  EXPECT_TRUE(std::isinf(running.relative_width()));
+  for (int i = 0; i < 5; ++i) running.add(1.0);
+  EXPECT_EQ(running.ranks().low, 0u);
+  EXPECT_TRUE(std::isinf(running.relative_width()));
+  running.add(1.0);
+  EXPECT_EQ(running.ranks().low, 1u);
+  EXPECT_EQ(running.relative_width(), 0.0);
+
+  RunningMedianInterval zeros;
+  for (int i = 0; i < 10; ++i) zeros.add(0.0);
+  EXPECT_TRUE(std::isinf(zeros.relative_width()));
+}
+
 }  // namespace
 }  // namespace attnbench

@@ -167,8 +167,14 @@ TEST_F(CliMeasurement, TheDefaultThreadCountIsWhatTheAffinityMaskAllows) {
   CPU_SET(first, &one);
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the child inherits it
   const CommandResult run = run_attnbench("run " + small() + " -o " + out("pinned.json"));
+  const CommandResult info = run_attnbench("info --json", Capture::stdout_only);
   ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  const Json host = Json::parse(info.output)["host"];
+  EXPECT_EQ(host["available_cpus"], 1);
+  EXPECT_EQ(host["available_cpus_source"], "cpu_affinity");
+  EXPECT_GT(host["last_level_cache"]["bytes"].get<std::uint64_t>(), 0u);
   const Json results = read_json(path("pinned.json"));
   EXPECT_EQ(results["threads"], 1);
   EXPECT_EQ(results["host"]["available_cpus"], 1);

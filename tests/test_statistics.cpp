@@ -1,6 +1,7 @@
 // Timing statistics (DESIGN §3): type-7 percentiles, the summary, and the
 // distribution-free confidence interval of the median, checked against the
-// exact binomial coverage and by simulation.
+// exact binomial coverage and by simulation; the running interval of the
+// stopping rule against the direct computation.
 #include "harness/statistics.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -224,20 +226,30 @@ TEST(RunningMedianInterval, RanksEqualTheDirectComputationAtEveryCount) {
 }
 
 TEST(RunningMedianInterval, WidthEqualsSummarizeOfTheValuesSoFar) {
+  // Continuous values with zeros among them, values of a coarse clock (many
+  // ties), and sorted runs up and down: every order the followed statistics
+  // can be passed in.
   std::mt19937_64 generator(7);
   std::lognormal_distribution<double> draw(-7.0, 0.3);
-  RunningMedianInterval running;
-  std::vector<double> values;
-  for (std::size_t n = 1; n <= 400; ++n) {
-    const double value = n % 50 == 0 ? 0.0 : draw(generator);  // zeros too, as a coarse clock gives
-    values.push_back(value);
-    running.add(value);
-    EXPECT_EQ(running.count(), n);
-    const double expected = summarize(values).median_ci_relative_width();
-    if (std::isinf(expected)) {
-      EXPECT_TRUE(std::isinf(running.relative_width())) << "n = " << n;
-    } else {
-      EXPECT_EQ(running.relative_width(), expected) << "n = " << n;
+  std::uniform_int_distribution<int> tick(1, 6);
+  const std::vector<std::function<double(std::size_t)>> sequences = {
+      [&](std::size_t n) { return n % 50 == 0 ? 0.0 : draw(generator); },
+      [&](std::size_t) { return 1e-6 * tick(generator); },
+      [](std::size_t n) { return 1e-6 * static_cast<double>(n); },
+      [](std::size_t n) { return 1.0 / static_cast<double>(n); }};
+  for (std::size_t sequence = 0; sequence < sequences.size(); ++sequence) {
+    RunningMedianInterval running;
+    std::vector<double> values;
+    for (std::size_t n = 1; n <= 400; ++n) {
+      values.push_back(sequences[sequence](n));
+      running.add(values.back());
+      ASSERT_EQ(running.count(), n);
+      const double expected = summarize(values).median_ci_relative_width();
+      if (std::isinf(expected)) {
+        ASSERT_TRUE(std::isinf(running.relative_width())) << "sequence " << sequence << ", n = " << n;
+      } else {
+        ASSERT_EQ(running.relative_width(), expected) << "sequence " << sequence << ", n = " << n;
+      }
     }
   }
 }

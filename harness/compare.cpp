@@ -168,7 +168,8 @@ std::vector<SettingDifference> compare_run_settings(const Json& base, const Json
     }
     for (const std::string& key : keys) {
       if (base_measure.value(key, Json()) == new_measure.value(key, Json())) continue;
-      differences.push_back({name + " measure." + key, describe_value(base_measure, key), describe_value(new_measure, key)});
+      differences.push_back(
+          {name + " measure." + key, describe_value(base_measure, key), describe_value(new_measure, key)});
       if (key == "cache") cache_differs.insert(name);
     }
   }
@@ -405,8 +406,8 @@ std::string more_samples_advice(std::size_t needed) {
 std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cells, double alpha) {
   // Samples per side that give an interval at the smallest level Holm may use
   // on a family of every cell, and that pass the minimum.
-  const std::size_t needed = std::max(
-      kMinimumTimeSamples, samples_for_an_interval(alpha / static_cast<double>(std::max<std::size_t>(1, cells.size()))));
+  const double smallest_level = alpha / static_cast<double>(std::max<std::size_t>(1, cells.size()));
+  const std::size_t needed = std::max(kMinimumTimeSamples, samples_for_an_interval(smallest_level));
   std::vector<MetricComparison> verdicts(cells.size());
   std::vector<std::size_t> family;  // cells judged
   std::vector<ShiftComparison> comparisons;

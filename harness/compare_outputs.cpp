@@ -428,7 +428,8 @@ Json compare_report_json(const CompareReport& report) {
   }
   Json settings_differences = Json::array();
   for (const SettingDifference& difference : report.setting_differences) {
-    settings_differences.push_back({{"setting", difference.setting}, {"base", difference.base}, {"new", difference.next}});
+    settings_differences.push_back(
+        {{"setting", difference.setting}, {"base", difference.base}, {"new", difference.next}});
   }
   Json summary = {{"cells", report.cells.size()}};
   for (CompareVerdict verdict : kBySeverity) summary[to_string(verdict)] = report.count(verdict);

@@ -158,7 +158,9 @@ void ResultsDocument::set_shard(const std::optional<Shard>& shard) {
 void ResultsDocument::set_threads_source(const std::string& source) { document_["threads_source"] = source; }
 
 void ResultsDocument::set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads) {
-  if (!document_.contains("load_average")) document_["load_average"] = Json{{"run_start", nullptr}, {"run_end", nullptr}};
+  if (!document_.contains("load_average")) {
+    document_["load_average"] = Json{{"run_start", nullptr}, {"run_end", nullptr}};
+  }
   Json rounded = nullptr;  // to the 0.01 the kernel reports
   if (loads) {
     rounded = Json::array();

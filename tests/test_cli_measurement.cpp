@@ -106,8 +106,8 @@ TEST_F(CliMeasurement, MeasurementFlagsOverrideTheScenarioAndAreRecordedWithIt) 
 
 TEST_F(CliMeasurement, TheSummaryShowsSamplesAndMarksRecordsThatDidNotConverge) {
   // target 1e-9: never narrow enough, so sampling stops at max_samples.
-  CommandResult run =
-      run_attnbench("run " + small() + " --threads 1 --min-samples 8 --max-samples 8 --target-ci 1e-9 -o " + out("a.json"));
+  CommandResult run = run_attnbench("run " + small() + " --threads 1 --min-samples 8 --max-samples 8 --target-ci 1e-9" +
+                                    " -o " + out("a.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("+-CI/2  samples"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("       8* "), std::string::npos) << run.output;
@@ -122,15 +122,16 @@ TEST_F(CliMeasurement, TheSummaryShowsSamplesAndMarksRecordsThatDidNotConverge) 
   }
 
   // A target any interval meets: converged at the first count with an interval, no mark.
-  run = run_attnbench("run " + small() + " --threads 1 --min-samples 1 --max-samples 50 --max-time 5 --target-ci 1000 -o " +
-                      out("b.json"));
+  run = run_attnbench("run " + small() + " --threads 1 --min-samples 1 --max-samples 50 --max-time 5" +
+                      " --target-ci 1000 -o " + out("b.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("       6  "), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("6* "), std::string::npos) << run.output;
 }
 
 TEST_F(CliMeasurement, ResultsRecordTheLoadThreadsAndTheCacheFigureWithTheirSources) {
-  CommandResult run = run_attnbench("run " + small() + " --impl cpu.flash --cold --max-samples 3 -o " + out("default.json"));
+  CommandResult run =
+      run_attnbench("run " + small() + " --impl cpu.flash --cold --max-samples 3 -o " + out("default.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(path("default.json"));
   expect_schema_valid(results);

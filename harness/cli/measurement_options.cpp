@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 
 namespace attnbench {
 namespace {
 
+// 1000000000 rather than 1e+09 in the range of a flag's help and error.
 std::string bound_text(double value) {
   char text[32];
   std::snprintf(text, sizeof text, value == std::floor(value) && value < 1e15 ? "%.0f" : "%g", value);
@@ -26,30 +28,27 @@ CLI::Validator number_in(double low, double high, bool above_low = false) {
         }
         return {};
       },
-      "NUMBER in " + range);
-}
-
-template <typename T>
-void add_override(CLI::App& command, const std::string& name, std::optional<T>& field, const std::string& help,
-                  const CLI::Validator& validator) {
-  command.add_option_function<T>(name, [&field](const T& value) { field = value; }, help)->check(validator);
+      range);
 }
 
 }  // namespace
 
 void add_measurement_options(CLI::App& command, MeasurementOverrides& overrides) {
   const std::string group = "Measurement (override the scenario's \"measure\" settings)";
+  // Each flag given sets its (optional) field.
   const auto add = [&](const std::string& name, auto& field, const std::string& help, const CLI::Validator& check) {
     using Value = typename std::decay_t<decltype(field)>::value_type;
-    add_override<Value>(command, name, field, help, check);
-    command.get_option(name)->group(group);
+    command.add_option_function<Value>(name, [&field](const Value& value) { field = value; }, help)
+        ->check(check)
+        ->group(group);
   };
   add("--min-samples", overrides.min_samples, "Samples to take at least (measure.min_samples)",
       number_in(1, 1e9));
   add("--max-samples", overrides.max_samples, "Samples to take at most (measure.max_samples)", number_in(1, 1e9));
   add("--min-time", overrides.min_seconds,
-      "Seconds of sampled time before the stopping rule may stop (measure.min_seconds)", number_in(0, 1e6));
-  add("--max-time", overrides.max_seconds, "Wall-clock seconds the sampling of one record may take (measure.max_seconds)",
+      "Seconds of sampled time before convergence may stop the sampling (measure.min_seconds)", number_in(0, 1e6));
+  add("--max-time", overrides.max_seconds,
+      "Wall-clock seconds the sampling of one record may take once --min-samples are taken (measure.max_seconds)",
       number_in(0, 1e6, true));
   add("--target-ci", overrides.target_ci_width,
       "Stop once the median's 95% CI is this narrow, relative to the median (measure.target_ci_width)",

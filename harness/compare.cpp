@@ -129,6 +129,72 @@ std::vector<DeviceDifference> compare_devices(const Json& base, const Json& next
   return differences;
 }
 
+// ---- run settings ----
+
+const Json* scenario_entry(const Json& document, const std::string& name) {
+  for (const Json& scenario : document["scenarios"]) {
+    if (scenario["name"] == name) return &scenario;
+  }
+  return nullptr;
+}
+
+// The settings that shape the matched records' timings and differ: the host
+// threads (when a matched record ran on the host), each scenario's effective
+// measure settings, and the cache mode of records whose scenarios agree on it
+// (a run continued with --hot, say).
+std::vector<SettingDifference> compare_run_settings(const Json& base, const Json& next,
+                                                    const std::vector<std::pair<const Json*, const Json*>>& matched) {
+  std::vector<SettingDifference> differences;
+  bool host_records = false;
+  std::vector<std::string> scenarios;
+  for (const auto& [before, after] : matched) {
+    host_records = host_records || (*before)["device"] == "cpu" || (*after)["device"] == "cpu";
+    const std::string name = (*before)["scenario"];
+    if (std::find(scenarios.begin(), scenarios.end(), name) == scenarios.end()) scenarios.push_back(name);
+  }
+  if (host_records && base["threads"] != next["threads"]) {
+    differences.push_back({"threads", base["threads"].dump(), next["threads"].dump()});
+  }
+  std::set<std::string> cache_differs;
+  for (const std::string& name : scenarios) {
+    const Json* before = scenario_entry(base, name);
+    const Json* after = scenario_entry(next, name);
+    if (!before || !after) continue;
+    const Json& base_measure = (*before)["measure"];
+    const Json& new_measure = (*after)["measure"];
+    std::set<std::string> keys;
+    for (const Json* measure : {&base_measure, &new_measure}) {
+      for (const auto& [key, value] : measure->items()) keys.insert(key);
+    }
+    for (const std::string& key : keys) {
+      if (base_measure.value(key, Json()) == new_measure.value(key, Json())) continue;
+      differences.push_back(
+          {name + " measure." + key, describe_value(base_measure, key), describe_value(new_measure, key)});
+      if (key == "cache") cache_differs.insert(name);
+    }
+  }
+  std::size_t mixed_cells = 0;
+  std::string example, base_cache, new_cache;
+  for (const auto& [before, after] : matched) {
+    if (!(*before)["timing"].is_object() || !(*after)["timing"].is_object()) continue;
+    if (cache_differs.count((*before)["scenario"].get<std::string>())) continue;
+    const Json& a = (*before)["timing"]["cache"];
+    const Json& b = (*after)["timing"]["cache"];
+    if (a == b) continue;
+    if (mixed_cells++ == 0) {
+      example = (*before)["scenario"].get<std::string>() + "/" + (*before)["case_key"].get<std::string>() + " " +
+                (*before)["implementation"].get<std::string>();
+      base_cache = a.dump();
+      new_cache = b.dump();
+    }
+  }
+  if (mixed_cells > 0) {
+    differences.push_back({"timing.cache of " + std::to_string(mixed_cells) + " record(s), e.g. " + example,
+                           base_cache, new_cache});
+  }
+  return differences;
+}
+
 // ---- metrics ----
 
 MetricComparison metric(std::string name, CompareVerdict verdict, std::string summary, Json details = Json::object()) {
@@ -330,9 +396,18 @@ MetricComparison time_verdict(const TimeSamples& samples, const ShiftComparison&
   return metric("time", CompareVerdict::pass, summary, details);
 }
 
+// How to get `needed` samples a side, for an inconclusive verdict's summary.
+std::string more_samples_advice(std::size_t needed) {
+  return "; rerun both with --min-samples " + std::to_string(needed) + " (measure.min_samples) or more";
+}
+
 }  // namespace
 
 std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cells, double alpha) {
+  // Samples per side that give an interval at the smallest level Holm may use
+  // on a family of every cell, and that pass the minimum.
+  const double smallest_level = alpha / static_cast<double>(std::max<std::size_t>(1, cells.size()));
+  const std::size_t needed = std::max(kMinimumTimeSamples, samples_for_an_interval(smallest_level));
   std::vector<MetricComparison> verdicts(cells.size());
   std::vector<std::size_t> family;  // cells judged
   std::vector<ShiftComparison> comparisons;
@@ -340,7 +415,11 @@ std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cell
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::string unjudgeable = samples_not_comparable(cells[i]);
     if (!unjudgeable.empty()) {
-      verdicts[i] = metric("time", CompareVerdict::inconclusive, "time: " + unjudgeable, {{"reason", unjudgeable}});
+      const bool too_few = std::min(cells[i].base_seconds.size(), cells[i].new_seconds.size()) < kMinimumTimeSamples;
+      const std::string summary = "time: " + unjudgeable + (too_few ? more_samples_advice(needed) : "");
+      Json details = {{"reason", unjudgeable}};
+      if (too_few) details["samples_needed"] = needed;
+      verdicts[i] = metric("time", CompareVerdict::inconclusive, summary, details);
       continue;
     }
     family.push_back(i);
@@ -350,7 +429,11 @@ std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cell
   }
   const std::vector<HolmDecision> decisions = holm_step_down(p_values, alpha);
   for (std::size_t k = 0; k < family.size(); ++k) {
-    verdicts[family[k]] = time_verdict(cells[family[k]], comparisons[k], decisions[k]);
+    MetricComparison& verdict = verdicts[family[k]] = time_verdict(cells[family[k]], comparisons[k], decisions[k]);
+    if (verdict.verdict == CompareVerdict::inconclusive) {  // no interval at the cell's Holm level
+      verdict.summary += more_samples_advice(needed);
+      verdict.details["samples_needed"] = needed;
+    }
   }
   return verdicts;
 }
@@ -383,6 +466,7 @@ CompareSettings parse_compare_config(const Json& document, const std::string& fi
   apply(read_tolerances(document), settings.defaults);
   settings.alpha = document.value("alpha", settings.alpha);
   settings.allow_different_devices = document.value("allow_different_devices", false);
+  settings.allow_different_settings = document.value("allow_different_settings", false);
   const Json overrides = document.value("overrides", Json::array());
   for (std::size_t i = 0; i < overrides.size(); ++i) {
     ToleranceOverride entry = read_tolerances(overrides[i]);
@@ -431,6 +515,7 @@ void apply_command_line_settings(CompareSettings& settings, const Json& flags) {
   apply(read_tolerances(flags), settings.defaults);
   settings.alpha = flags.value("alpha", settings.alpha);
   if (flags.value("allow_different_devices", false)) settings.allow_different_devices = true;
+  if (flags.value("allow_different_settings", false)) settings.allow_different_settings = true;
 }
 
 // ---- the gate ----
@@ -454,6 +539,23 @@ const MetricComparison* CellComparison::metric(const std::string& name) const {
 
 std::string DeviceDifference::format() const {
   return kind + " " + field + ": " + base + " (BASE) vs " + next + " (NEW)";
+}
+
+std::string SettingDifference::format() const { return setting + ": " + base + " (BASE) vs " + next + " (NEW)"; }
+
+CompareReport::TimeSummary CompareReport::time_summary() const {
+  TimeSummary summary;
+  double log_sum = 0;
+  for (const CellComparison& cell : cells) {
+    const MetricComparison* time = cell.metric("time");
+    if (!time || !time->details.contains("ratio") || !time->details["ratio"].is_number()) continue;
+    const double ratio = time->details["ratio"].get<double>();
+    if (!(ratio > 0) || !std::isfinite(ratio)) continue;
+    log_sum += std::log(ratio);
+    ++summary.cells;
+  }
+  if (summary.cells > 0) summary.geometric_mean_ratio = std::exp(log_sum / static_cast<double>(summary.cells));
+  return summary;
 }
 
 std::size_t CompareReport::count(CompareVerdict verdict) const {
@@ -497,7 +599,9 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
   }
 
   report.device_differences = compare_devices(base, next, device_kinds);
-  if (!report.device_differences.empty() && !settings.allow_different_devices) {
+  report.setting_differences = compare_run_settings(base, next, matched);
+  if ((!report.device_differences.empty() && !settings.allow_different_devices) ||
+      (!report.setting_differences.empty() && !settings.allow_different_settings)) {
     report.refused = true;
     report.exit_code = kExitNotComparable;
     return report;

@@ -1,6 +1,7 @@
 // `attnbench compare BASE NEW`, the regression gate (DESIGN §6): matches the
 // records of two results files by (scenario, case_key, implementation), checks
-// that both ran on the same devices, and gives every matched cell a verdict
+// that both ran on the same devices with the same run settings (threads,
+// measure settings, cache mode), and gives every matched cell a verdict
 // from its status, time (compare_statistics.hpp, with Holm's correction over
 // all cells), HBM bytes, peak memory and accuracy, each with its own tolerance.
 // docs/compare.md states every rule; compare_outputs.hpp renders the result.
@@ -45,6 +46,7 @@ struct CompareSettings {
   Tolerances defaults;
   double alpha = 0.05;  // family-wise error rate of the time verdicts (Holm)
   bool allow_different_devices = false;
+  bool allow_different_settings = false;
   std::vector<ToleranceOverride> overrides;  // later matches win
   std::string config_path;                   // empty without --config
 
@@ -110,6 +112,13 @@ struct DeviceDifference {
   std::string format() const;
 };
 
+// A run setting that differs: "threads: 2 (BASE) vs 1 (NEW)",
+// "quick measure.min_samples: 10 (BASE) vs 20 (NEW)".
+struct SettingDifference {
+  std::string setting, base, next;
+  std::string format() const;
+};
+
 // One of the two results files, as the outputs name it.
 struct CompareInput {
   std::string path;
@@ -122,10 +131,19 @@ struct CompareReport {
   CompareInput base, next;
   CompareSettings settings;
   std::vector<DeviceDifference> device_differences;
-  bool refused = false;  // devices differ and that was not allowed: nothing compared
+  std::vector<SettingDifference> setting_differences;
+  // Devices or settings differ and that was not allowed: nothing compared.
+  bool refused = false;
   std::vector<CellComparison> cells;  // in BASE's record order
   std::vector<UnmatchedCell> only_in_base, only_in_new;
   std::size_t count(CompareVerdict verdict) const;
+  // The geometric mean of NEW/BASE over the cells whose time ratio was
+  // estimated (Google Benchmark's compare.py prints the same), and how many.
+  struct TimeSummary {
+    std::size_t cells = 0;
+    std::optional<double> geometric_mean_ratio;
+  };
+  TimeSummary time_summary() const;
   // Whether any cell had something measured on both sides (not every cell
   // skipped in both files): a gate that measured nothing cannot pass.
   bool measured_anything() const;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 #include "compare_statistics.hpp"
@@ -30,11 +31,27 @@ std::string time_text(const CellComparison& cell) {
   return time->summary;
 }
 
-// The status transition, and every other metric but time whose verdict is not "pass".
+// The verdict of one metric of a cell, or "-" when it was not compared.
+std::string metric_verdict_text(const CellComparison& cell, const std::string& name) {
+  const MetricComparison* metric = cell.metric(name);
+  return metric ? to_string(metric->verdict) : "-";
+}
+
+// The peak-memory column: NEW's growth over BASE ("+1.00 KiB", "-256 B"), or "-".
+std::string peak_memory_text(const CellComparison& cell) {
+  const MetricComparison* memory = cell.metric("peak_memory");
+  if (!memory) return "-";
+  const double growth = memory->details["growth_bytes"].get<double>();
+  return (growth >= 0 ? "+" : "-") + format_bytes(std::abs(growth));
+}
+
+// The status transition, and every other metric but time and peak memory
+// (which have their own columns) whose verdict is not "pass".
 std::string changes_text(const CellComparison& cell, const std::string& separator) {
   std::string text;
   for (const MetricComparison& metric : cell.metrics) {
-    const bool shown = metric.metric == "status" || (metric.metric != "time" && metric.verdict != CompareVerdict::pass);
+    const bool own_column = metric.metric == "time" || metric.metric == "peak_memory";
+    const bool shown = metric.metric == "status" || (!own_column && metric.verdict != CompareVerdict::pass);
     if (!shown) continue;
     text += (text.empty() ? "" : separator) + metric.summary;
   }
@@ -51,8 +68,24 @@ std::string counts_text(const CompareReport& report) {
          std::to_string(report.only_in_new.size()) + " only in NEW";
 }
 
+// "-1.2% over 24 cells (NEW/BASE 0.988)", or "" when no time ratio was estimated.
+std::string geometric_mean_text(const CompareReport& report) {
+  const CompareReport::TimeSummary summary = report.time_summary();
+  if (!summary.geometric_mean_ratio) return "";
+  const double ratio = *summary.geometric_mean_ratio;
+  return "time NEW/BASE geometric mean over " + std::to_string(summary.cells) + " cells: " +
+         (ratio >= 1 ? "+" : "") + format_fixed(100.0 * (ratio - 1.0), 1) + "% (ratio " + format_fixed(ratio, 4) + ")";
+}
+
+std::string what_differs(const CompareReport& report) {
+  const bool devices = !report.device_differences.empty() && !report.settings.allow_different_devices;
+  const bool settings = !report.setting_differences.empty() && !report.settings.allow_different_settings;
+  if (devices && settings) return "the devices and the run settings differ";
+  return devices ? "the devices differ" : "the run settings differ";
+}
+
 std::string outcome_text(const CompareReport& report) {
-  if (report.refused) return "not comparable: the devices differ (exit 3)";
+  if (report.refused) return "not comparable: " + what_differs(report) + " (exit 3)";
   if (report.exit_code == 1) return "regression (exit 1)";
   if (report.cells.empty()) return "nothing compared: no cell is in both files (exit 3)";
   if (!report.measured_anything()) return "nothing compared: every common cell was skipped in both files (exit 3)";
@@ -215,10 +248,25 @@ Json input_json(const CompareInput& input) {
 }  // namespace
 
 std::string render_compare_refusal(const CompareReport& report) {
-  std::string text = "attnbench compare: not comparable: the devices of " + report.base.path + " (BASE) and " +
-                     report.next.path + " (NEW) differ:\n";
-  for (const DeviceDifference& difference : report.device_differences) text += "  " + difference.format() + "\n";
-  return text + "Compare runs from one machine, or pass --allow-different-devices to compare anyway (exit 3).\n";
+  std::string text;
+  const auto refused_for = [&](const auto& differences, bool allowed, const std::string& what,
+                               const std::string& advice) {
+    if (differences.empty()) return;
+    if (allowed) {
+      for (const auto& difference : differences) text += what + " differ (allowed): " + difference.format() + "\n";
+      return;
+    }
+    text += "attnbench compare: not comparable: the " + what + " of " + report.base.path + " (BASE) and " +
+            report.next.path + " (NEW) differ:\n";
+    for (const auto& difference : differences) text += "  " + difference.format() + "\n";
+    text += advice + "\n";
+  };
+  refused_for(report.device_differences, report.settings.allow_different_devices, "devices",
+              "Compare runs from one machine, or pass --allow-different-devices to compare anyway (exit 3).");
+  refused_for(report.setting_differences, report.settings.allow_different_settings, "run settings",
+              "Compare runs made with the same --threads and measurement settings, or pass "
+              "--allow-different-settings to compare anyway (exit 3).");
+  return text;
 }
 
 std::string render_compare_terminal(const CompareReport& report) {
@@ -229,25 +277,36 @@ std::string render_compare_terminal(const CompareReport& report) {
   for (const DeviceDifference& difference : report.device_differences) {
     out << "devices differ (allowed): " << difference.format() << "\n";
   }
+  for (const SettingDifference& difference : report.setting_differences) {
+    out << "run settings differ (allowed): " << difference.format() << "\n";
+  }
   const std::vector<const CellComparison*> cells = by_severity(report);
-  std::size_t time_width = 16, cell_width = 4;
+  std::size_t time_width = 13, memory_width = 11, cell_width = 4;
   for (const CellComparison* cell : cells) {
     time_width = std::max(time_width, time_text(*cell).size());
+    memory_width = std::max(memory_width, peak_memory_text(*cell).size());
     cell_width =
         std::max(cell_width, cell_name(cell->scenario, cell->case_key).size() + 1 + cell->implementation.size());
   }
   if (!cells.empty()) {
-    out << "\n" << padded("verdict", 13) << padded("time NEW/BASE", time_width + 2) << padded("cell", cell_width + 2)
-        << "what changed\n";
+    out << "\n" << padded("verdict", 13) << padded("time", 13) << padded("time NEW/BASE", time_width + 2)
+        << padded("memory", 13) << padded("peak memory", memory_width + 2) << padded("cell", cell_width + 2)
+        << "what else changed\n";
   }
   for (const CellComparison* cell : cells) {
     const std::string changes = changes_text(*cell, "; ");
     const std::string name = cell_name(cell->scenario, cell->case_key) + " " + cell->implementation;
-    out << padded(to_string(cell->verdict), 13) << padded(time_text(*cell), time_width + 2)
+    out << padded(to_string(cell->verdict), 13) << padded(metric_verdict_text(*cell, "time"), 13)
+        << padded(time_text(*cell), time_width + 2) << padded(metric_verdict_text(*cell, "peak_memory"), 13)
+        << padded(peak_memory_text(*cell), memory_width + 2)
         << (changes.empty() ? name : padded(name, cell_width + 2) + changes) << "\n";
   }
   for (const auto& [side, cell] : unmatched_cells(report)) out << unmatched_line(side, *cell) << "\n";
-  out << "\n" << counts_text(report) << "\nresult: " << outcome_text(report) << "\n";
+  out << "\n" << counts_text(report) << "\n";
+  if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
+    out << geometric_mean << "\n";
+  }
+  out << "result: " << outcome_text(report) << "\n";
   return out.str();
 }
 
@@ -262,8 +321,14 @@ std::string render_compare_markdown(const CompareReport& report) {
       << "BASE " << markdown_code(report.base.path) << " (git " << markdown_code(report.base.git_revision) << "), NEW "
       << markdown_code(report.next.path) << " (git " << markdown_code(report.next.git_revision) << "). "
       << markdown_text(capitalized(settings_text(report))) << ".\n";
+  if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
+    out << "\n" << markdown_text(capitalized(geometric_mean)) << ".\n";
+  }
   for (const DeviceDifference& difference : report.device_differences) {
     out << "\nDevices differ (allowed): " << markdown_text(difference.format()) << "\n";
+  }
+  for (const SettingDifference& difference : report.setting_differences) {
+    out << "\nRun settings differ (allowed): " << markdown_text(difference.format()) << "\n";
   }
   const std::vector<const CellComparison*> cells = by_severity(report);
   const auto table = [&](const std::string& title, bool regressions) {
@@ -273,11 +338,13 @@ std::string render_compare_markdown(const CompareReport& report) {
     }
     if (rows.empty()) return;
     out << "\n### " << title << "\n\n"
-        << "| verdict | cell | implementation | time NEW/BASE | what changed |\n|---|---|---|---|---|\n";
+        << "| verdict | cell | implementation | time | time NEW/BASE | memory | peak memory | what else changed |\n"
+        << "|---|---|---|---|---|---|---|---|\n";
     for (const CellComparison* cell : rows) {
       out << "| " << to_string(cell->verdict) << " | " << markdown_code(cell_name(cell->scenario, cell->case_key))
-          << " | " << markdown_code(cell->implementation) << " | " << markdown_text(time_text(*cell)) << " | "
-          << markdown_text(changes_text(*cell, "; ")) << " |\n";
+          << " | " << markdown_code(cell->implementation) << " | " << metric_verdict_text(*cell, "time") << " | "
+          << markdown_text(time_text(*cell)) << " | " << metric_verdict_text(*cell, "peak_memory") << " | "
+          << markdown_text(peak_memory_text(*cell)) << " | " << markdown_text(changes_text(*cell, "; ")) << " |\n";
     }
   };
   table("Regressions", true);
@@ -359,8 +426,17 @@ Json compare_report_json(const CompareReport& report) {
     devices.push_back({{"kind", difference.kind}, {"field", difference.field}, {"base", difference.base},
                        {"new", difference.next}});
   }
+  Json settings_differences = Json::array();
+  for (const SettingDifference& difference : report.setting_differences) {
+    settings_differences.push_back(
+        {{"setting", difference.setting}, {"base", difference.base}, {"new", difference.next}});
+  }
   Json summary = {{"cells", report.cells.size()}};
   for (CompareVerdict verdict : kBySeverity) summary[to_string(verdict)] = report.count(verdict);
+  const CompareReport::TimeSummary time_summary = report.time_summary();
+  summary["time_ratio_cells"] = time_summary.cells;
+  summary["time_ratio_geometric_mean"] =
+      time_summary.geometric_mean_ratio ? Json(*time_summary.geometric_mean_ratio) : Json(nullptr);
   summary["only_in_base"] = report.only_in_base.size();
   summary["only_in_new"] = report.only_in_new.size();
   summary["outcome"] = outcome_text(report);
@@ -370,11 +446,13 @@ Json compare_report_json(const CompareReport& report) {
           {"settings", {{"defaults", tolerances_json(settings.defaults)},
                         {"alpha", settings.alpha},
                         {"allow_different_devices", settings.allow_different_devices},
+                        {"allow_different_settings", settings.allow_different_settings},
                         {"minimum_time_samples", kMinimumTimeSamples},
                         {"exact_test_max_pairs", MannWhitneyNull::kExactPairsLimit},
                         {"config", settings.config_path.empty() ? Json(nullptr) : Json(settings.config_path)},
                         {"overrides", overrides}}},
           {"devices", {{"comparable", report.device_differences.empty()}, {"differences", devices}}},
+          {"run_settings", {{"comparable", report.setting_differences.empty()}, {"differences", settings_differences}}},
           {"cells", cells},
           {"unmatched", {{"only_in_base", unmatched_json(report.only_in_base)},
                          {"only_in_new", unmatched_json(report.only_in_new)}}},

@@ -189,6 +189,17 @@ std::optional<ShiftInterval> ShiftComparison::interval(double alpha) const {
                        differences_.order_statistic(*critical)};
 }
 
+std::size_t samples_for_an_interval(double level) {
+  // C(2n, n) grows by (2n + 1)(2n + 2) / (n + 1)^2 from n to n + 1.
+  double central = 2;  // C(2, 1)
+  std::size_t n = 1;
+  while (1.0 / central > level) {
+    central *= static_cast<double>((2 * n + 1) * (2 * n + 2)) / static_cast<double>((n + 1) * (n + 1));
+    ++n;
+  }
+  return n;
+}
+
 std::vector<HolmDecision> holm_step_down(const std::vector<double>& p_values, double alpha) {
   const std::size_t family = p_values.size();
   std::vector<std::size_t> order(family);

@@ -94,6 +94,11 @@ class ShiftComparison {
   double tie_tolerance_ = 0;
 };
 
+// The fewest samples per side (m = n, no ties) for which the exact null
+// distribution gives a one-sided bound at `level`: the smallest n with
+// 1 / C(2n, n) <= level (6 at 0.05 / 24).
+std::size_t samples_for_an_interval(double level);
+
 // Holm's step-down procedure at family-wise level alpha. Hypothesis of rank r
 // (1-based, by ascending p-value, ties in input order) is rejected when every
 // p-value of rank j <= r satisfies p <= alpha / (K - j + 1). `level` is the

@@ -1,5 +1,6 @@
 // The "cpu" backend: host memory, a steady-clock timer, and a last-level-cache
-// flush by writing a scratch buffer twice the cache's size.
+// flush by writing a scratch buffer twice the cache's size (one instance of the
+// last-level cache, as sysfs describes it; see host_info.hpp).
 
 #include <chrono>
 #include <cstdlib>
@@ -30,7 +31,7 @@ class HostBackend final : public Backend {
   std::string_view device() const override { return "cpu"; }
   BackendKind kind() const override { return BackendKind::host; }
   Verdict availability() const override { return Verdict::yes(); }
-  std::uint64_t available_memory() const override { return read_host_info().memory_available_bytes; }
+  std::uint64_t available_memory() const override { return available_memory_bytes(); }
 
   void* allocate(std::size_t bytes) override {
     void* pointer = std::aligned_alloc(DeviceArena::kAlignment, DeviceArena::aligned(bytes));
@@ -59,13 +60,15 @@ class HostBackend final : public Backend {
     ++flush_value_;
     std::memset(scratch_.data(), flush_value_, scratch_.size());
   }
-  std::uint64_t cache_flush_bytes() const override { return 2 * info_.last_level_cache_bytes; }
+  std::uint64_t cache_flush_bytes() const override { return 2 * info_.last_level_cache.bytes; }
 
   nlohmann::ordered_json describe() const override {
     return nlohmann::ordered_json{{"kind", "cpu"},
                                   {"name", info_.cpu_model},
                                   {"logical_cpus", info_.logical_cpus},
-                                  {"last_level_cache_bytes", info_.last_level_cache_bytes},
+                                  {"last_level_cache_bytes", info_.last_level_cache.bytes},
+                                  {"last_level_cache_level", info_.last_level_cache.level},
+                                  {"last_level_cache_source", info_.last_level_cache.source},
                                   {"memory_bytes", info_.memory_total_bytes}};
   }
 

@@ -1,16 +1,26 @@
 #include "host_info.hpp"
 
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace attnbench {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Reads "Key:   value kB" lines of /proc/meminfo.
 std::uint64_t meminfo_bytes(const std::string& key) {
@@ -47,15 +57,172 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-std::uint64_t last_level_cache_bytes() {
-  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    const long size = sysconf(name);
-    if (size > 0) return static_cast<std::uint64_t>(size);
+std::string first_word(const fs::path& file) {
+  std::ifstream in(file);
+  std::string word;
+  in >> word;
+  return word;
+}
+
+// `directory` and each of its parents up to `root`, innermost first.
+std::vector<fs::path> directory_and_parents(const fs::path& root, const std::string& cgroup_path) {
+  std::vector<fs::path> directories;
+  fs::path relative = fs::path(cgroup_path).relative_path();
+  for (;;) {
+    directories.push_back(root / relative);
+    if (relative.empty()) break;
+    relative = relative.parent_path();
   }
-  return 32ull << 20;  // a generous guess when the OS does not say
+  return directories;
+}
+
+// floor(quota / period), at least 1 CPU; nullopt for no limit or unreadable numbers.
+std::optional<int> cpus_of_quota(const std::string& quota, const std::string& period) {
+  try {
+    const long long q = std::stoll(quota), p = std::stoll(period);
+    if (q <= 0 || p <= 0) return std::nullopt;
+    return static_cast<int>(std::max(1LL, q / p));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void keep_smaller(std::optional<int>& limit, std::optional<int> candidate) {
+  if (candidate && (!limit || *candidate < *limit)) limit = candidate;
+}
+
+int logical_cpu_count() {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online > 0) return static_cast<int>(online);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::optional<int> affinity_cpu_count() {
+  for (int capacity = 1024; capacity <= (1 << 20); capacity *= 2) {
+    cpu_set_t* set = CPU_ALLOC(capacity);
+    if (!set) return std::nullopt;
+    const std::size_t size = CPU_ALLOC_SIZE(capacity);
+    CPU_ZERO_S(size, set);
+    const bool read = sched_getaffinity(0, size, set) == 0;
+    const int count = read ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    if (read) return count > 0 ? std::optional<int>(count) : std::nullopt;
+    if (errno != EINVAL) return std::nullopt;  // EINVAL: the set is too small for this kernel
+  }
+  return std::nullopt;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+CacheInfo last_level_cache() {
+  if (std::optional<CacheInfo> from_sysfs = last_level_cache_from_sysfs("/sys/devices/system/cpu")) {
+    return *from_sysfs;
+  }
+  const std::pair<int, int> levels[] = {{_SC_LEVEL3_CACHE_SIZE, 3}, {_SC_LEVEL2_CACHE_SIZE, 2}};
+  for (const auto& [name, level] : levels) {
+    const long size = sysconf(name);
+    if (size > 0) return CacheInfo{static_cast<std::uint64_t>(size), level, "sysconf"};
+  }
+  return CacheInfo{32ull << 20, 0, "assumed"};  // a generous guess when the OS does not say
 }
 
 }  // namespace
+
+std::optional<int> cgroup_cpu_limit(const std::string& cgroup_root, const std::string& proc_self_cgroup) {
+  std::optional<int> limit;
+  std::istringstream lines(proc_self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    const auto first = line.find(':');
+    const auto second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (controllers.empty()) {  // cgroup v2: "<quota|max> <period>" in cpu.max, on its own or in a hybrid mount
+      for (const fs::path& mount : {fs::path(cgroup_root), fs::path(cgroup_root) / "unified"}) {
+        for (const fs::path& directory : directory_and_parents(mount, path)) {
+          std::ifstream in(directory / "cpu.max");
+          std::string quota, period;
+          if (in >> quota >> period && quota != "max") keep_smaller(limit, cpus_of_quota(quota, period));
+        }
+      }
+      continue;
+    }
+    std::set<std::string> names;
+    std::istringstream list(controllers);
+    for (std::string name; std::getline(list, name, ',');) names.insert(name);
+    if (!names.count("cpu")) continue;
+    for (const std::string mount : {"cpu", "cpu,cpuacct", "cpuacct,cpu"}) {  // cgroup v1
+      for (const fs::path& directory : directory_and_parents(fs::path(cgroup_root) / mount, path)) {
+        keep_smaller(limit, cpus_of_quota(first_word(directory / "cpu.cfs_quota_us"),
+                                          first_word(directory / "cpu.cfs_period_us")));
+      }
+    }
+  }
+  return limit;
+}
+
+CpuAvailability available_cpus() {
+  CpuAvailability available{logical_cpu_count(), "logical_cpus"};
+  if (const std::optional<int> affinity = affinity_cpu_count(); affinity && *affinity < available.count) {
+    available = {*affinity, "cpu_affinity"};
+  }
+  const std::optional<int> quota = cgroup_cpu_limit("/sys/fs/cgroup", read_text("/proc/self/cgroup"));
+  if (quota && *quota < available.count) available = {*quota, "cgroup_cpu_quota"};
+  return available;
+}
+
+std::optional<std::uint64_t> parse_cache_size(const std::string& text) {
+  static const std::regex pattern(R"(\s*([0-9]{1,15})([KMG]?)\s*)");
+  std::smatch match;
+  if (!std::regex_match(text, match, pattern)) return std::nullopt;
+  const std::uint64_t number = std::stoull(match[1].str());
+  const std::string unit = match[2].str();
+  const int shift = unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : 0;
+  return number << shift;
+}
+
+std::optional<CacheInfo> last_level_cache_from_sysfs(const std::string& sysfs_cpu_root) {
+  static const std::regex cpu_directory("cpu[0-9]+"), cache_directory("index[0-9]+");
+  // Per level, the size of each cache instance (named by the CPUs sharing it).
+  std::map<int, std::map<std::string, std::uint64_t>> instances;
+  std::error_code error;
+  for (const fs::directory_entry& cpu : fs::directory_iterator(sysfs_cpu_root, error)) {
+    if (!std::regex_match(cpu.path().filename().string(), cpu_directory)) continue;
+    for (const fs::directory_entry& index : fs::directory_iterator(cpu.path() / "cache", error)) {
+      if (!std::regex_match(index.path().filename().string(), cache_directory)) continue;
+      if (first_word(index.path() / "type") == "Instruction") continue;
+      const std::optional<std::uint64_t> size = parse_cache_size(first_word(index.path() / "size"));
+      int level = 0;
+      try {
+        level = std::stoi(first_word(index.path() / "level"));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!size || *size == 0 || level <= 0) continue;
+      std::string shared_by = first_word(index.path() / "shared_cpu_list");
+      if (shared_by.empty()) shared_by = cpu.path().filename().string();
+      instances[level][shared_by] = std::max(instances[level][shared_by], *size);
+    }
+  }
+  if (instances.empty()) return std::nullopt;
+  const auto& [level, caches] = *instances.rbegin();
+  std::uint64_t largest = 0;
+  for (const auto& [shared_by, size] : caches) largest = std::max(largest, size);
+  return CacheInfo{largest, level, "sysfs"};
+}
+
+std::uint64_t available_memory_bytes() { return std::min(meminfo_bytes("MemAvailable"), cgroup_memory_left()); }
+
+std::optional<std::array<double, 3>> load_average() {
+  std::array<double, 3> loads{};
+  if (getloadavg(loads.data(), 3) != 3) return std::nullopt;
+  return loads;
+}
 
 HostInfo read_host_info() {
   HostInfo info;
@@ -64,10 +231,11 @@ HostInfo read_host_info() {
   utsname names{};
   if (uname(&names) == 0) info.os = std::string(names.sysname) + " " + names.release;
   info.cpu_model = cpu_model_name();
-  info.logical_cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  info.last_level_cache_bytes = last_level_cache_bytes();
+  info.logical_cpus = logical_cpu_count();
+  info.available_cpus = available_cpus();
+  info.last_level_cache = last_level_cache();
   info.memory_total_bytes = meminfo_bytes("MemTotal");
-  info.memory_available_bytes = std::min(meminfo_bytes("MemAvailable"), cgroup_memory_left());
+  info.memory_available_bytes = available_memory_bytes();
   return info;
 }
 

@@ -28,13 +28,13 @@ AttentionBuffers HostInputs::buffers() const {
 namespace {
 
 // Fills a [batch, seqlen, heads, dim] tensor stored in the problem's layout.
-HostTensor generate(const Problem& p, InputTensor which, std::int64_t seqlen, std::int64_t heads) {
+HostTensor generate(const Problem& p, InputTensor which, std::int64_t seqlen, std::int64_t heads, int threads) {
   const ElementType type = element_type(p.dtype);
   const auto elements = static_cast<std::size_t>(p.batch * seqlen * heads * p.head_dim);
   HostTensor tensor(type, elements);
   const TensorStrides strides = strides_for(p.layout, seqlen, heads, p.head_dim);
   const std::int64_t rows = p.batch * seqlen * heads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::int64_t b = row / (seqlen * heads);
     const std::int64_t s = (row / heads) % seqlen;
@@ -54,13 +54,13 @@ HostTensor generate(const Problem& p, InputTensor which, std::int64_t seqlen, st
 
 }  // namespace
 
-HostInputs generate_inputs(const Problem& problem) {
+HostInputs generate_inputs(const Problem& problem, int threads) {
   HostInputs inputs;
-  inputs.q = generate(problem, InputTensor::q, problem.seqlen_q, problem.heads);
-  inputs.k = generate(problem, InputTensor::k, problem.seqlen_k, problem.kv_heads);
-  inputs.v = generate(problem, InputTensor::v, problem.seqlen_k, problem.kv_heads);
+  inputs.q = generate(problem, InputTensor::q, problem.seqlen_q, problem.heads, threads);
+  inputs.k = generate(problem, InputTensor::k, problem.seqlen_k, problem.kv_heads, threads);
+  inputs.v = generate(problem, InputTensor::v, problem.seqlen_k, problem.kv_heads, threads);
   if (has_backward(problem.direction)) {
-    inputs.d_out = generate(problem, InputTensor::d_out, problem.seqlen_q, problem.heads);
+    inputs.d_out = generate(problem, InputTensor::d_out, problem.seqlen_q, problem.heads, threads);
   }
   return inputs;
 }

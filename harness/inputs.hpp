@@ -26,7 +26,9 @@ struct HostInputs {
   AttentionBuffers buffers() const;
 };
 
-HostInputs generate_inputs(const Problem& problem);
+// Generated with `threads` OpenMP threads: the run's count, so that no team of
+// another size is left behind to spin beside the implementations' own.
+HostInputs generate_inputs(const Problem& problem, int threads);
 
 // Host tensors of the inputs' shapes and dtype, uninitialised (to receive
 // inputs a device generated).

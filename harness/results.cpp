@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -86,6 +87,8 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                              {"os", host.os},
                              {"cpu_model", host.cpu_model},
                              {"logical_cpus", host.logical_cpus},
+                             {"available_cpus", host.available_cpus.count},
+                             {"available_cpus_source", host.available_cpus.source},
                              {"memory_bytes", host.memory_total_bytes}}},
                    {"devices", Json::array()},
                    {"threads", threads},
@@ -150,6 +153,20 @@ void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenario
 
 void ResultsDocument::set_shard(const std::optional<Shard>& shard) {
   document_["shard"] = shard ? Json{{"index", shard->index}, {"count", shard->count}} : Json(nullptr);
+}
+
+void ResultsDocument::set_threads_source(const std::string& source) { document_["threads_source"] = source; }
+
+void ResultsDocument::set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads) {
+  if (!document_.contains("load_average")) {
+    document_["load_average"] = Json{{"run_start", nullptr}, {"run_end", nullptr}};
+  }
+  Json rounded = nullptr;  // to the 0.01 the kernel reports
+  if (loads) {
+    rounded = Json::array();
+    for (double load : *loads) rounded.push_back(std::round(load * 100) / 100);
+  }
+  document_["load_average"][when] = rounded;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // continue the run.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +58,12 @@ class ResultsDocument {
 
   void set_scenarios(const nlohmann::ordered_json& scenarios);
   void set_shard(const std::optional<Shard>& shard);
+  // Where the thread count came from: "command_line" (--threads) or
+  // "available_cpus" (host.available_cpus, the default).
+  void set_threads_source(const std::string& source);
+  // load_average[`when`] ("run_start", "run_end"): the 1-, 5- and 15-minute
+  // load averages, null where the OS does not say.
+  void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
   void add_device(const nlohmann::ordered_json& device);
   // Sets clocks[`when`] ("run_start" once, "run_end") of the devices entry that
   // `device` describes (its other fields equal); null clocks are not recorded.

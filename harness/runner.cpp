@@ -8,12 +8,12 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <thread>
 
 #include "accuracy.hpp"
 #include "backend.hpp"
 #include "errors.hpp"
 #include "format.hpp"
+#include "host_info.hpp"
 #include "inputs.hpp"
 #include "json_text.hpp"
 #include "measure.hpp"
@@ -23,6 +23,7 @@
 #include "progress.hpp"
 #include "results.hpp"
 #include "session.hpp"
+#include "statistics.hpp"
 #include "trace.hpp"
 
 namespace attnbench {
@@ -506,20 +507,29 @@ std::string worst_error(const Json& accuracy) {
   return worst;
 }
 
+// The fewest samples that give the median a 95% confidence interval.
+std::size_t fewest_samples_with_a_median_interval() {
+  std::size_t n = 1;
+  while (median_confidence_ranks(n, 0.95).low == 0) ++n;
+  return n;
+}
+
 void print_summary(const ResultsDocument& results) {
   std::string current_case;
+  bool any_timing = false;
   for (const auto& record : results.json()["records"]) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
     if (case_label != current_case) {
       current_case = case_label;
       std::printf("\n%s  %s\n", case_label.c_str(), short_case_label(record["problem"]).c_str());
-      std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", "implementation", "status", "median", "+-CI/2",
-                  "TFLOP/s", "peak mem", "worst error (rel.)");
+      std::printf("  %-16s %-8s %11s %8s %8s %9s %11s  %s\n", "implementation", "status", "median", "+-CI/2",
+                  "samples", "TFLOP/s", "peak mem", "worst error (rel.)");
     }
     const Json& timing = record["timing"];
-    std::string median = "-", spread = "-", tflops = "-", peak = "-";
+    std::string median = "-", spread = "-", samples = "-", tflops = "-", peak = "-";
     if (!timing.is_null()) {
+      any_timing = true;
       const Json& statistics = timing["statistics"];
       const double p50 = statistics["p50"].get<double>();
       median = format_seconds(p50);
@@ -528,14 +538,36 @@ void print_summary(const ResultsDocument& results) {
             (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
         spread = format_fixed(100 * half_width, 1) + "%";
       }
+      samples = std::to_string(statistics["count"].get<std::size_t>()) + (timing["converged"].get<bool>() ? " " : "*");
       tflops = format_fixed(timing["tflops"].get<double>(), 4);
     }
     if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
-    std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", record["implementation"].get<std::string>().c_str(),
-                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), tflops.c_str(),
-                peak.c_str(), worst_error(record["accuracy"]).c_str());
+    std::printf("  %-16s %-8s %11s %8s %8s %9s %11s  %s\n", record["implementation"].get<std::string>().c_str(),
+                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), samples.c_str(),
+                tflops.c_str(), peak.c_str(), worst_error(record["accuracy"]).c_str());
     if (record["status"] != "ok") std::printf("    %s\n", record["reason"].get<std::string>().c_str());
   }
+  if (any_timing) {
+    std::printf("\n+-CI/2: half the median's 95%% CI, relative (- below %zu samples, too few for one). "
+                "samples: * = stopped at max_samples or max_seconds before the CI reached target_ci_width.\n",
+                fewest_samples_with_a_median_interval());
+  }
+}
+
+// A line saying that other work competed for the CPUs during the run, or "":
+// when the 1-minute load average at the start plus this run's threads, or the
+// load at the end (which includes this run), exceeds the CPUs available by
+// more than half a CPU.
+std::string load_warning(const Json& load_average, int threads, const CpuAvailability& cpus) {
+  const auto one_minute = [&](const char* when) {
+    return load_average.contains(when) && load_average[when].is_array() ? load_average[when][0].get<double>() : 0.0;
+  };
+  const double start = one_minute("run_start"), end = one_minute("run_end");
+  const double limit = cpus.count + 0.5;
+  if (start + threads <= limit && end <= limit) return "";
+  return "warning: load average " + format_fixed(start, 2) + " at the start, " + format_fixed(end, 2) +
+         " at the end, with " + std::to_string(threads) + " thread(s) on " + std::to_string(cpus.count) +
+         " available CPU(s): other work competed for the CPUs, so host timings may be noisy.";
 }
 
 }  // namespace
@@ -558,7 +590,7 @@ int run_scenarios(const RunOptions& options) {
     planned.implementations = options.implementations.empty()
                                   ? select_implementations(scenario.implementations, scenario.path + ": implementations")
                                   : select_implementations(options.implementations, "--impl");
-    if (options.cold_cache) planned.measure.cold_cache = *options.cold_cache;
+    planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       if (!filter || std::regex_search(scenario.name + "/" + scenario.cases[i].key, *filter)) planned.cases.push_back(i);
     }
@@ -570,8 +602,8 @@ int run_scenarios(const RunOptions& options) {
   if (options.resume && options.output_path.empty()) {
     throw InputError("--resume needs -o FILE naming the results file to continue");
   }
-  const int threads = options.threads > 0 ? options.threads
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const CpuAvailability cpus = available_cpus();
+  const int threads = options.threads > 0 ? options.threads : cpus.count;
   const std::string output = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
   check_output_path(output, options.resume);
   if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
@@ -580,6 +612,8 @@ int run_scenarios(const RunOptions& options) {
                                 ? ResultsDocument::resume(output, options.command_line, threads, scenarios, options.shard)
                                 : ResultsDocument(options.command_line, threads);
   results.set_shard(options.shard);
+  results.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
+  results.set_load_average("run_start", load_average());
 
   Json scenario_json = Json::array();
   for (const PlannedScenario& planned : plan) {
@@ -626,9 +660,13 @@ int run_scenarios(const RunOptions& options) {
   for (Backend* backend : runner.backends_used()) {
     results.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
   }
+  results.set_load_average("run_end", load_average());
   results.finish(output);
 
   print_summary(results);
+  if (const std::string warning = load_warning(results.json()["load_average"], threads, cpus); !warning.empty()) {
+    std::printf("%s\n", warning.c_str());
+  }
   std::size_t failed = 0;
   for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
   std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed, output.c_str());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "implementation.hpp"
+#include "measure.hpp"
 #include "scenario.hpp"
 #include "shard.hpp"
 
@@ -22,8 +23,8 @@ struct RunOptions {
   std::string output_path;                   // empty: results/<scenario>-<time>.json
   std::vector<std::string> implementations;  // --impl; overrides the scenarios' lists
   std::string filter;                        // ECMAScript regex searched in "<scenario>/<case key>"
-  int threads = 0;                           // 0: every logical CPU
-  std::optional<bool> cold_cache;            // --hot / --cold override the scenarios
+  int threads = 0;                           // 0: the CPUs this process can use (available_cpus())
+  MeasurementOverrides measurement;          // --min-samples, --hot, … override the scenarios' settings
   std::string dump_dir;                      // --dump
   bool resume = false;
   bool profile = true;                       // the profiling pass on devices with a profiler (--no-profile)

@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include "format.hpp"
+#include "openmp_threads.hpp"
 #include "trace.hpp"
 
 namespace attnbench {
@@ -8,17 +9,8 @@ namespace attnbench {
 CaseData::CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads)
     : problem_(problem), accuracy_(accuracy), threads_(threads) {}
 
-std::string CaseData::host_preflight() const {
-  if (inputs_) return {};
-  const std::uint64_t need = host_input_bytes(problem_);
-  const std::uint64_t available = BackendRegistry::instance().get("cpu")->available_memory();
-  if (need <= available) return {};
-  return "the host inputs alone need " + format_bytes(static_cast<double>(need)) + "; " +
-         format_bytes(static_cast<double>(available)) + " available";
-}
-
 const HostInputs& CaseData::inputs() {
-  if (!inputs_) inputs_ = generate_inputs(problem_);
+  if (!inputs_) inputs_ = generate_inputs(problem_, threads_);
   return *inputs_;
 }
 
@@ -62,42 +54,55 @@ HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
 
 }  // namespace
 
-std::unique_ptr<ImplementationSession> ImplementationSession::open(Implementation& implementation, CaseData& data,
-                                                                   int threads, std::string& skip_reason) {
-  const Problem& p = data.problem();
+Preflight preflight(const Implementation& implementation, const Problem& p, int threads, bool host_inputs_ready) {
+  Preflight result;
   const Verdict available = implementation.availability();
   if (!available.ok) {
-    skip_reason = "unavailable: " + available.reason;
-    return nullptr;
+    result.skip_reason = "unavailable: " + available.reason;
+    return result;
   }
   const Verdict supported = implementation.supports(p);
   if (!supported.ok) {
-    skip_reason = supported.reason;
-    return nullptr;
+    result.skip_reason = supported.reason;
+    return result;
   }
-  Backend* backend = BackendRegistry::instance().get(implementation.device());
-  if (!backend) {
-    skip_reason = "no backend for device \"" + std::string(implementation.device()) + "\" in this build";
-    return nullptr;
+  result.backend = BackendRegistry::instance().get(implementation.device());
+  if (!result.backend) {
+    result.skip_reason = "no backend for device \"" + std::string(implementation.device()) + "\" in this build";
+    return result;
   }
-  // The arena, plus host copies of the outputs (on the same memory when the
-  // device is the host).
   const ExecutionContext context{threads, nullptr};
-  const MemoryPlan memory = plan_memory(p, implementation, context);
-  const std::uint64_t need = memory.total() + (backend->uses_host_memory() ? memory.outputs : 0);
-  const std::uint64_t available_bytes = backend->available_memory();
+  result.memory = plan_memory(p, implementation, context);
+  const MemoryPlan& memory = result.memory;
+  // The arena, plus host copies of the outputs (in the same memory when the device's is the host's).
+  const std::uint64_t need = memory.total() + (result.backend->uses_host_memory() ? memory.outputs : 0);
+  const std::uint64_t available_bytes = result.backend->available_memory();
   if (need > available_bytes) {
-    skip_reason = "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
-                  format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
-                  format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
-                  format_bytes(static_cast<double>(memory.workspace)) + "); " +
-                  format_bytes(static_cast<double>(available_bytes)) + " available";
-    return nullptr;
+    result.skip_reason = "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
+                         format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
+                         format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
+                         format_bytes(static_cast<double>(memory.workspace)) + "); " +
+                         format_bytes(static_cast<double>(available_bytes)) + " available";
+    return result;
   }
-  skip_reason = data.host_preflight();
+  if (!host_inputs_ready) {
+    const std::uint64_t host_need = host_input_bytes(p);
+    const std::uint64_t host_available = BackendRegistry::instance().get("cpu")->available_memory();
+    if (host_need > host_available) {
+      result.skip_reason = "the host inputs alone need " + format_bytes(static_cast<double>(host_need)) + "; " +
+                           format_bytes(static_cast<double>(host_available)) + " available";
+    }
+  }
+  return result;
+}
+
+std::unique_ptr<ImplementationSession> ImplementationSession::open(Implementation& implementation, CaseData& data,
+                                                                   int threads, std::string& skip_reason) {
+  const Preflight checked = preflight(implementation, data.problem(), threads, data.has_inputs());
+  skip_reason = checked.skip_reason;
   if (!skip_reason.empty()) return nullptr;
   return std::unique_ptr<ImplementationSession>(
-      new ImplementationSession(implementation, *backend, data, threads, memory));
+      new ImplementationSession(implementation, *checked.backend, data, threads, checked.memory));
 }
 
 ImplementationSession::ImplementationSession(Implementation& implementation, Backend& backend, CaseData& data,
@@ -193,15 +198,20 @@ void ImplementationSession::before_sample(bool cold_cache) {
   if (cold_cache) backend_.flush_cache();
 }
 
+void ImplementationSession::prepare_for_timing() { release_idle_openmp_threads(); }
+
 Measurement ImplementationSession::measure(const MeasureSettings& settings) {
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+  prepare_for_timing();
   std::optional<TraceRange> phase_range;
   const auto phase = [&](const char* name) {
     phase_range.reset();
     phase_range.emplace(name);
   };
-  return attnbench::measure(
+  Measurement measurement = attnbench::measure(
       settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
+  release_idle_openmp_threads();
+  return measurement;
 }
 
 ProfileResult ImplementationSession::profile(DeviceProfiler& profiler, bool per_kernel) {

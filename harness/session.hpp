@@ -27,8 +27,6 @@ class CaseData {
   CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads);
   const Problem& problem() const { return problem_; }
   const AccuracySettings& accuracy_settings() const { return accuracy_; }
-  // Empty when the host cannot hold the inputs, else the reason it cannot.
-  std::string host_preflight() const;
   // The inputs, generated on the host on first use unless a device generated
   // them first (adopt_inputs): every implementation and the oracle see the same.
   const HostInputs& inputs();
@@ -49,6 +47,22 @@ struct MemoryPlan {
   std::size_t inputs = 0, outputs = 0, workspace = 0;
   std::size_t total() const { return inputs + outputs + workspace; }
 };
+
+// What the pre-flight of one (case, implementation) found: the backend and the
+// memory plan, or why the implementation cannot run the case here. `attnbench
+// list` shows the same verdicts `run` reaches.
+struct Preflight {
+  std::string skip_reason;  // empty when it can run
+  Backend* backend = nullptr;
+  MemoryPlan memory;
+};
+
+// Availability, support, a backend for the device, the device memory (the
+// arena, plus host copies of the outputs when the device is the host) and,
+// unless `host_inputs_ready`, host memory for the inputs; `threads` sizes the
+// per-thread workspace of CPU implementations.
+Preflight preflight(const Implementation& implementation, const Problem& problem, int threads,
+                    bool host_inputs_ready);
 
 // Host copies of an implementation's outputs, for the accuracy check and --dump.
 struct HostOutputs {
@@ -82,6 +96,11 @@ class ImplementationSession {
   // forward state of the checked call), and what runs before it, untimed.
   void sample_call();
   void before_sample(bool cold_cache);
+  // Ends the idle OpenMP workers that set-up, the checked call and the oracle
+  // left behind (openmp_threads.hpp), so that only the timed call's own team
+  // runs while samples are timed; measure() calls it before it warms up and
+  // after its last sample.
+  void prepare_for_timing();
   Measurement measure(const MeasureSettings& settings);
   // The profiling pass: one sample call inside a profiling range of `profiler`,
   // the L2 flushed (and finished) before the range opens; the device's clocks

@@ -13,14 +13,38 @@ double SampleStatistics::median_ci_relative_width() const {
   return (median_ci_high - median_ci_low) / p50;
 }
 
+namespace {
+
+// The value `fraction` of the way from `lower` to `upper`, as every percentile here computes it.
+double interpolated(double lower, double upper, double fraction) { return lower + fraction * (upper - lower); }
+
+// How far the median of n values lies past the lower of its two order statistics.
+double median_fraction(std::size_t n) {
+  const double position = 0.5 * static_cast<double>(n - 1);
+  return position - std::floor(position);
+}
+
+}  // namespace
+
 double percentile_sorted(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) throw std::invalid_argument("percentile of no samples");
   const double position = q * static_cast<double>(sorted.size() - 1);
   const auto lower = static_cast<std::size_t>(std::floor(position));
   const std::size_t upper = std::min(lower + 1, sorted.size() - 1);
   const double fraction = position - static_cast<double>(lower);
-  return sorted[lower] + fraction * (sorted[upper] - sorted[lower]);
+  return interpolated(sorted[lower], sorted[upper], fraction);
 }
+
+namespace {
+
+// P(X = j) for X ~ Binomial(n, 1/2).
+double binomial_half_mass(std::size_t n, std::size_t j) {
+  const double log_mass = std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(j) + 1) -
+                          std::lgamma(static_cast<double>(n - j) + 1) - static_cast<double>(n) * std::log(2.0);
+  return std::exp(log_mass);
+}
+
+}  // namespace
 
 MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
   // The number of samples below the median is Binomial(n, 1/2). The interval
@@ -31,11 +55,7 @@ MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
   double tail = 0.0;  // P(X <= k - 1)
   std::size_t best = 0;
   for (std::size_t k = 1; k <= (n + 1) / 2; ++k) {
-    const double log_mass = std::lgamma(static_cast<double>(n) + 1) -
-                            std::lgamma(static_cast<double>(k - 1) + 1) -
-                            std::lgamma(static_cast<double>(n - (k - 1)) + 1) -
-                            static_cast<double>(n) * std::log(2.0);
-    tail += std::exp(log_mass);
+    tail += binomial_half_mass(n, k - 1);
     if (2.0 * tail > alpha) break;
     best = k;
   }
@@ -73,6 +93,51 @@ SampleStatistics summarize(std::vector<double> samples, double confidence) {
     stats.median_ci_high = samples[ranks.high - 1];
   }
   return stats;
+}
+
+RunningMedianInterval::RunningMedianInterval(double confidence) : alpha_(1.0 - confidence) {}
+
+void RunningMedianInterval::add(double value) {
+  const auto inserted = values_.insert(value);  // after any equal values
+  const std::size_t n = values_.size();
+  OrderStatistic* const followed[] = {&interval_low_, &interval_high_, &median_low_, &median_high_};
+  for (OrderStatistic* statistic : followed) {
+    if (n == 1) {
+      *statistic = {inserted, 0};
+    } else if (value < *statistic->at) {
+      ++statistic->rank;  // the new value went before it
+    }
+  }
+  // From Binomial(n - 1) to Binomial(n): P(X_n <= j) = P(X_{n-1} <= j) - P(X_{n-1} = j) / 2,
+  // which never grows, so the previous rank still reaches the confidence.
+  if (low_rank_ > 0) tail_ -= 0.5 * binomial_half_mass(n - 1, low_rank_ - 1);
+  while (low_rank_ + 1 <= (n + 1) / 2) {
+    const double next_tail = tail_ + binomial_half_mass(n, low_rank_);
+    if (2.0 * next_tail > alpha_) break;
+    tail_ = next_tail;
+    ++low_rank_;
+  }
+  // The ranks percentile_sorted(·, 0.5) and the interval read, 0-based.
+  const std::size_t median_low = (n - 1) / 2;
+  const std::size_t targets[] = {low_rank_ > 0 ? low_rank_ - 1 : 0, low_rank_ > 0 ? n - low_rank_ : n - 1,
+                                 median_low, std::min(median_low + 1, n - 1)};
+  for (std::size_t i = 0; i < 4; ++i) {
+    OrderStatistic& statistic = *followed[i];
+    for (; statistic.rank < targets[i]; ++statistic.rank) ++statistic.at;
+    for (; statistic.rank > targets[i]; --statistic.rank) --statistic.at;
+  }
+}
+
+MedianRanks RunningMedianInterval::ranks() const {
+  if (low_rank_ == 0) return {};
+  return MedianRanks{low_rank_, values_.size() + 1 - low_rank_};
+}
+
+double RunningMedianInterval::relative_width() const {
+  if (values_.empty()) return std::numeric_limits<double>::infinity();
+  const double median = interpolated(*median_low_.at, *median_high_.at, median_fraction(values_.size()));
+  if (low_rank_ == 0 || !(median > 0.0)) return std::numeric_limits<double>::infinity();
+  return (*interval_high_.at - *interval_low_.at) / median;
 }
 
 }  // namespace attnbench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <vector>
 
 namespace attnbench {
@@ -37,5 +38,36 @@ struct MedianRanks {
 MedianRanks median_confidence_ranks(std::size_t n, double confidence);
 
 SampleStatistics summarize(std::vector<double> samples, double confidence = 0.95);
+
+// The median's confidence interval of a sample that grows one value at a time,
+// for the stopping rule of the timing loop, at a cost that stays flat: the
+// values are kept in a balanced tree, the order statistics the rule reads (the
+// interval's bounds and the two around the median) are followed by iterators
+// that move at most a step or two per value, and the interval's ranks are
+// carried over from the previous count (Binomial(n+1) tails follow from
+// Binomial(n) ones in O(1)). A value costs O(log n), instead of a sort and a
+// loop over n log-gamma terms. Its ranks and width are those of
+// median_confidence_ranks and summarize at every count.
+class RunningMedianInterval {
+ public:
+  explicit RunningMedianInterval(double confidence = 0.95);
+  void add(double value);
+  std::size_t count() const { return values_.size(); }
+  MedianRanks ranks() const;
+  // SampleStatistics::median_ci_relative_width() of the values so far.
+  double relative_width() const;
+
+ private:
+  // One order statistic of values_: where it is, and its 0-based rank.
+  struct OrderStatistic {
+    std::multiset<double>::const_iterator at;
+    std::size_t rank = 0;
+  };
+  double alpha_;
+  std::multiset<double> values_;
+  OrderStatistic interval_low_, interval_high_, median_low_, median_high_;
+  std::size_t low_rank_ = 0;  // the largest k whose interval [x_(k), x_(n+1-k)] reaches the confidence; 0 for none
+  double tail_ = 0;           // P(X <= low_rank_ - 1) for X ~ Binomial(count, 1/2); 0 when low_rank_ is 0
+};
 
 }  // namespace attnbench

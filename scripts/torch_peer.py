@@ -273,8 +273,9 @@ def median_ci_relative_width(stats):
 
 def measure(settings, timer, before_sample, call, clock=None):
     """The protocol of harness/measure.cpp: warm up (count and time), then sample until the
-    minimums are met and the median's 95% CI is narrow enough, or a limit is reached.
-    `timer(call)` returns one sample's seconds; `clock()` is the host's wall clock."""
+    minimums are met and the median's 95% CI is narrow enough, or a limit is reached (the
+    time limit only once min_samples are taken). `timer(call)` returns one sample's seconds;
+    `clock()` is the host's wall clock."""
     import time
     clock = clock or time.monotonic
     result = {"warmup_iterations": 0}
@@ -299,7 +300,7 @@ def measure(settings, timer, before_sample, call, clock=None):
         if len(samples) >= settings["max_samples"]:
             stop_reason = "max_samples"
             break
-        if clock() - start >= settings["max_seconds"]:
+        if len(samples) >= settings["min_samples"] and clock() - start >= settings["max_seconds"]:
             stop_reason = "max_seconds"
             break
     result.update({"samples_seconds": samples, "converged": converged, "stop_reason": stop_reason,

@@ -201,6 +201,32 @@ TEST_F(CliCompare, DifferentDevicesAreRefusedWithTheReasonAndNoOutputs) {
   EXPECT_FALSE(load(path("compare.json"))["devices"]["comparable"].get<bool>());
 }
 
+TEST_F(CliCompare, DifferentRunSettingsAreRefusedWithTheReasonAndNoOutputs) {
+  Json other = load(run_a());  // run with --threads 1
+  other["threads"] = 2;
+  other["scenarios"][0]["measure"]["min_samples"] = 20;
+  const std::string other_path = write("other.json", other);
+  CommandResult compare = run_attnbench("compare " + run_a() + " " + other_path + outputs());
+  EXPECT_EQ(compare.exit_code, 3) << compare.output;
+  EXPECT_NE(compare.output.find("  threads: 1 (BASE) vs 2 (NEW)"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("  tiny measure.min_samples: 10 (BASE) vs 20 (NEW)"), std::string::npos)
+      << compare.output;
+  EXPECT_NE(compare.output.find("--allow-different-settings"), std::string::npos) << compare.output;
+  expect_no_outputs();
+
+  compare = run_attnbench("compare " + run_a() + " " + other_path + " --allow-different-settings" + outputs());
+  EXPECT_EQ(compare.exit_code, 0) << compare.output;
+  EXPECT_NE(compare.output.find("run settings differ (allowed): threads: 1 (BASE) vs 2 (NEW)"), std::string::npos)
+      << compare.output;
+  EXPECT_NE(compare.output.find("time NEW/BASE geometric mean over 6 cells: +0.0% (ratio 1.0000)"),
+            std::string::npos)
+      << compare.output;
+  const Json json = load(path("compare.json"));
+  EXPECT_FALSE(json["run_settings"]["comparable"].get<bool>());
+  EXPECT_TRUE(json["settings"]["allow_different_settings"].get<bool>());
+  EXPECT_DOUBLE_EQ(json["summary"]["time_ratio_geometric_mean"].get<double>(), 1.0);
+}
+
 TEST_F(CliCompare, AThrottledRecordExitsThreeAndAConfigOverrideAppliesByRegex) {
   Json throttled = load(run_a());
   throttled["records"][1]["timing"]["throttled"] = true;

@@ -8,9 +8,11 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "harness/compare_outputs.hpp"
+#include "harness/compare_statistics.hpp"
 #include "harness/errors.hpp"
 #include "harness/json_schema.hpp"
 #include "harness/json_text.hpp"
@@ -313,6 +315,168 @@ TEST(Compare, DifferentDevicesAreRefusedUnlessAllowed) {
   report = clocks.compare();
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_EQ(report.device_differences.at(0).field, "clock_policy");
+}
+
+// A scenarios entry for "synthetic" with the given effective measure settings.
+Json synthetic_scenario(const std::string& cache = "hot", int min_samples = 10) {
+  Json scenario = Json::parse(R"({"path": "synthetic.json", "name": "synthetic", "description": "", "source": {},
+    "implementations": ["cpu.flash"],
+    "measure": {"warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 10, "max_samples": 100,
+                "min_seconds": 0, "max_seconds": 1, "target_ci_width": 0.02, "cache": "hot"},
+    "accuracy": {"check": true, "max_oracle_macs": 4e9, "seed": 0, "floor_factor": 2,
+                 "bound": {"fp64": 1e-12, "fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2}},
+    "case_count": 3})");
+  scenario["measure"]["cache"] = cache;
+  scenario["measure"]["min_samples"] = min_samples;
+  return scenario;
+}
+
+TEST(Compare, DifferentThreadsAreRefusedUnlessAllowed) {
+  Pair pair;
+  pair.next["threads"] = 1;
+  CompareReport report = pair.compare();
+  EXPECT_TRUE(report.refused);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_TRUE(report.cells.empty());
+  ASSERT_EQ(report.setting_differences.size(), 1u);
+  EXPECT_EQ(report.setting_differences[0].format(), "threads: 2 (BASE) vs 1 (NEW)");
+  const std::string refusal = render_compare_refusal(report);
+  EXPECT_NE(refusal.find("run settings of base.json (BASE) and new.json (NEW) differ"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("--allow-different-settings"), std::string::npos) << refusal;
+
+  CompareSettings allowed;
+  allowed.allow_different_settings = true;
+  report = pair.compare(allowed);
+  EXPECT_FALSE(report.refused);
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_NE(render_compare_terminal(report).find("run settings differ (allowed): threads: 2 (BASE) vs 1 (NEW)"),
+            std::string::npos);
+  EXPECT_EQ(compare_report_json(report)["run_settings"]["differences"][0]["setting"], "threads");
+
+  Pair devices_too;  // both refusals at once
+  devices_too.next["threads"] = 1;
+  devices_too.next["devices"][0]["name"] = "Other CPU";
+  EXPECT_NE(render_compare_terminal(devices_too.compare()).find("the devices and the run settings differ"),
+            std::string::npos);
+  CompareSettings devices_allowed;
+  devices_allowed.allow_different_devices = true;
+  EXPECT_TRUE(devices_too.compare(devices_allowed).refused) << "allowing devices does not allow settings";
+
+  Pair device_records;  // threads do not shape records of another device
+  for (Json* document : {&device_records.base, &device_records.next}) {
+    (*document)["devices"][0]["kind"] = "cuda";
+    for (Json& r : (*document)["records"]) r["device"] = "cuda";
+  }
+  device_records.next["threads"] = 8;
+  EXPECT_TRUE(device_records.compare().setting_differences.empty());
+}
+
+TEST(Compare, DifferentMeasureSettingsOrCacheModesAreRefused) {
+  Pair pair;
+  pair.base["scenarios"].push_back(synthetic_scenario("cold", 10));
+  pair.next["scenarios"].push_back(synthetic_scenario("hot", 20));
+  CompareReport report = pair.compare();
+  EXPECT_TRUE(report.refused);
+  ASSERT_EQ(report.setting_differences.size(), 2u);
+  EXPECT_EQ(report.setting_differences[0].format(), "synthetic measure.cache: \"cold\" (BASE) vs \"hot\" (NEW)");
+  EXPECT_EQ(report.setting_differences[1].format(), "synthetic measure.min_samples: 10 (BASE) vs 20 (NEW)");
+
+  Pair same;
+  same.base["scenarios"].push_back(synthetic_scenario());
+  same.next["scenarios"].push_back(synthetic_scenario());
+  EXPECT_FALSE(same.compare().refused);
+
+  // Scenarios agree, but one record was measured in another cache mode (a run
+  // continued with --cold): refused too, naming a record.
+  same.new_record(1)["timing"]["cache"] = "cold";
+  report = same.compare();
+  EXPECT_TRUE(report.refused);
+  ASSERT_EQ(report.setting_differences.size(), 1u);
+  EXPECT_EQ(report.setting_differences[0].format(),
+            "timing.cache of 1 record(s), e.g. synthetic/case1 cpu.flash: \"hot\" (BASE) vs \"cold\" (NEW)");
+}
+
+TEST(CompareOutputs, TimeAndMemoryHaveTheirOwnVerdictColumns) {
+  // Slower but within the threshold, with less peak memory: the cell is an
+  // improvement, and the row must not read as a faster time.
+  Pair pair;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(1.02e-3, 20);
+  pair.new_record(0)["memory"]["peak_bytes"] = 1048576 - 4096;
+  const CompareReport report = pair.compare();
+  ASSERT_EQ(cell(report, "case0").verdict, CompareVerdict::improvement);
+  ASSERT_EQ(cell(report, "case0").metric("time")->verdict, CompareVerdict::pass);
+  const std::string terminal = render_compare_terminal(report);
+  std::istringstream lines(terminal);
+  std::string header, row;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("verdict", 0) == 0) header = line;
+    if (line.find("case0") != std::string::npos) row = line;
+  }
+  ASSERT_FALSE(row.empty()) << terminal;
+  const auto column = [&](const std::string& name) { return header.find(name); };
+  ASSERT_NE(column("time NEW/BASE"), std::string::npos) << header;
+  ASSERT_NE(column("peak memory"), std::string::npos) << header;
+  EXPECT_EQ(row.substr(0, 11), "improvement");
+  EXPECT_EQ(row.substr(column("time "), 4), "pass") << row;
+  EXPECT_EQ(row.at(column("time NEW/BASE")), '+') << row;
+  EXPECT_EQ(row.substr(column("memory"), 11), "improvement") << row;
+  EXPECT_EQ(row.substr(column("peak memory"), 9), "-4.00 KiB") << row;
+
+  const std::string markdown = render_compare_markdown(report);
+  EXPECT_NE(markdown.find("| verdict | cell | implementation | time | time NEW/BASE | memory | peak memory |"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| improvement | `synthetic/case0` | `cpu.flash` | pass | +"), std::string::npos) << markdown;
+}
+
+TEST(CompareOutputs, AGeometricMeanOfTheTimeRatiosSummarizesTheCells) {
+  Pair pair;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(2e-3, 20);    // x2
+  pair.new_record(1)["timing"]["samples_seconds"] = samples(0.5e-3, 21);  // x0.5
+  const CompareReport report = pair.compare();
+  double log_sum = 0;
+  for (const CellComparison& c : report.cells) log_sum += std::log(c.metric("time")->details["ratio"].get<double>());
+  const double expected = std::exp(log_sum / 3);
+  const CompareReport::TimeSummary summary = report.time_summary();
+  EXPECT_EQ(summary.cells, 3u);
+  ASSERT_TRUE(summary.geometric_mean_ratio);
+  EXPECT_DOUBLE_EQ(*summary.geometric_mean_ratio, expected);
+  EXPECT_NEAR(*summary.geometric_mean_ratio, 1.0, 0.02);
+  const std::string line = "time NEW/BASE geometric mean over 3 cells: ";
+  EXPECT_NE(render_compare_terminal(report).find(line), std::string::npos);
+  EXPECT_NE(render_compare_markdown(report).find("Time NEW/BASE geometric mean over 3 cells: "), std::string::npos);
+  const Json json = compare_report_json(report);
+  EXPECT_EQ(json["summary"]["time_ratio_cells"], 3);
+  EXPECT_DOUBLE_EQ(json["summary"]["time_ratio_geometric_mean"].get<double>(), expected);
+
+  Pair untimed;  // cells without a ratio are left out; none at all: no line, null
+  for (int i = 0; i < 3; ++i) untimed.new_record(i)["timing"]["throttled"] = true;
+  const CompareReport inconclusive = untimed.compare();
+  EXPECT_EQ(inconclusive.time_summary().cells, 0u);
+  EXPECT_EQ(render_compare_terminal(inconclusive).find("geometric mean"), std::string::npos);
+  EXPECT_TRUE(compare_report_json(inconclusive)["summary"]["time_ratio_geometric_mean"].is_null());
+}
+
+TEST(Compare, InconclusiveForLackOfSamplesSaysHowManyToTake) {
+  // 24 cells, like the quick scenario: Holm's smallest level is 0.05 / 24,
+  // which 6 + 6 samples reach (1 / C(12, 6) = 1/924) and 5 + 6 do not.
+  EXPECT_EQ(samples_for_an_interval(0.05 / 24), 6u);
+  EXPECT_EQ(samples_for_an_interval(0.05), 3u);  // 1 / C(6, 3) = 0.05
+  EXPECT_EQ(samples_for_an_interval(1.0 / 184756), 10u);
+  std::vector<TimeSamples> cells(24, TimeSamples{samples(1e-3, 1), samples(1e-3, 2), 0.05});
+  cells[0].new_seconds.resize(4);
+  cells[1].base_seconds.resize(5);
+  cells[1].new_seconds.resize(5);
+  const std::vector<MetricComparison> times = compare_times(cells, 0.05);
+  EXPECT_EQ(times[0].verdict, CompareVerdict::inconclusive);
+  EXPECT_EQ(times[0].summary,
+            "time: 20 and 4 samples; at least 5 on each side are needed; rerun both with --min-samples 6 "
+            "(measure.min_samples) or more");
+  EXPECT_EQ(times[0].details["samples_needed"], 6);
+  EXPECT_EQ(times[1].verdict, CompareVerdict::inconclusive);
+  EXPECT_NE(times[1].summary.find("5 and 5 samples give no interval"), std::string::npos) << times[1].summary;
+  EXPECT_NE(times[1].summary.find("rerun both with --min-samples 6"), std::string::npos) << times[1].summary;
+  for (std::size_t i = 2; i < cells.size(); ++i) EXPECT_NE(times[i].verdict, CompareVerdict::inconclusive);
 }
 
 TEST(Compare, UnmatchedCellsAreListedAndDoNotChangeTheExitCode) {

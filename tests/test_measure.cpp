@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,18 +169,86 @@ TEST(Measure, WildlyVaryingDurationsRunToMaxSamples) {
 
 TEST(Measure, MaxSecondsStopsTheSamplingPhase) {
   MeasureSettings settings = scripted_settings();
-  settings.min_samples = 1000;  // never met before the time limit
+  settings.min_samples = 2;
   settings.max_samples = 1000;
   settings.max_seconds = 0.05;
+  settings.target_ci_width = 1e-9;  // never reached: the samples alternate
   std::string log;
-  ScriptedTimer timer({1e-3}, log);
+  ScriptedTimer timer({1e-3, 2e-3}, log);
   const Measurement m = measure(
       settings, timer, [] {}, [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
   EXPECT_EQ(m.stop_reason, "max_seconds");
   EXPECT_FALSE(m.converged);
-  EXPECT_GE(m.samples_seconds.size(), 1u);
+  EXPECT_GE(m.samples_seconds.size(), 2u);
   EXPECT_LT(m.samples_seconds.size(), 1000u);
   EXPECT_GE(m.wall_seconds, 0.05);
+}
+
+TEST(Measure, MinSamplesAreTakenEvenPastMaxSeconds) {
+  // 12 calls of 5 ms take 60 ms, beyond the 10 ms limit: the limit stops the
+  // sampling only once the minimum is there, so a comparison has its samples.
+  MeasureSettings settings = scripted_settings();
+  settings.min_samples = 12;
+  settings.max_seconds = 0.01;
+  settings.target_ci_width = 1e-9;
+  std::string log;
+  ScriptedTimer timer({1e-3, 2e-3}, log);
+  const Measurement m = measure(
+      settings, timer, [] {}, [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
+  EXPECT_EQ(m.samples_seconds.size(), 12u);
+  EXPECT_EQ(m.stop_reason, "max_seconds");
+  EXPECT_FALSE(m.converged);
+}
+
+// The stopping rule evaluated from scratch: the first sample count at which
+// the minimums are met and summarize() of every sample so far says the
+// median's interval is narrow enough; 0 when none up to the end.
+std::size_t exact_rule_stop(const std::vector<double>& durations, const MeasureSettings& settings) {
+  double sampled = 0;
+  for (std::size_t n = 1; n <= durations.size(); ++n) {
+    sampled += durations[n - 1];
+    const std::vector<double> prefix(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(n));
+    if (static_cast<int>(n) >= settings.min_samples && sampled >= settings.min_seconds &&
+        summarize(prefix).median_ci_relative_width() <= settings.target_ci_width) {
+      return n;
+    }
+  }
+  return 0;
+}
+
+TEST(Measure, StopsAtTheSameSampleAsTheStoppingRuleRecomputedFromScratch) {
+  // Lognormal noise with a slow drift and rare 5x outliers, at several
+  // targets: the running interval must stop exactly where the sort-and-sum
+  // rule would, converging or not.
+  std::mt19937_64 random(2024);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::size_t converged = 0;
+  for (int trial = 0; trial < 32; ++trial) {
+    const double spread = 0.01 + 0.01 * (trial % 5);
+    std::vector<double> durations(700);
+    for (std::size_t i = 0; i < durations.size(); ++i) {
+      const double outlier = uniform(random) < 0.03 ? 5.0 : 1.0;
+      durations[i] = 1e-3 * outlier * std::exp(spread * noise(random) + 1e-4 * static_cast<double>(i % 97));
+    }
+    MeasureSettings settings = scripted_settings();
+    settings.min_samples = 1 + trial % 12;
+    settings.max_samples = static_cast<int>(durations.size());
+    settings.target_ci_width = 0.002 * (1 + trial % 8);
+    const std::size_t expected = exact_rule_stop(durations, settings);
+    const ScriptedRun run = run_scripted(settings, durations);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    if (expected == 0) {
+      EXPECT_EQ(run.measurement.stop_reason, "max_samples");
+      EXPECT_EQ(run.measurement.samples_seconds.size(), durations.size());
+    } else {
+      ++converged;
+      EXPECT_EQ(run.measurement.stop_reason, "converged");
+      EXPECT_EQ(run.measurement.samples_seconds.size(), expected);
+    }
+  }
+  EXPECT_GE(converged, 10u) << "the trials should exercise convergence";
+  EXPECT_LE(converged, 30u) << "and running to max_samples";
 }
 
 TEST(Measure, KeepsRawSamplesInOrderAndSummarizesThem) {

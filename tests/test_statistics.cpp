@@ -1,6 +1,7 @@
 // Timing statistics (DESIGN §3): type-7 percentiles, the summary, and the
 // distribution-free confidence interval of the median, checked against the
-// exact binomial coverage and by simulation.
+// exact binomial coverage and by simulation; the running interval of the
+// stopping rule against the direct computation.
 #include "harness/statistics.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -204,6 +206,67 @@ TEST(Summarize, IntervalCoversTheTrueMedianAboutAsOftenAsPromised) {
   EXPECT_GE(fraction, 0.93);
   // And it is not the trivial [min, max] interval (coverage 1 - 2^-24).
   EXPECT_LE(fraction, 0.985);
+}
+
+TEST(RunningMedianInterval, RanksEqualTheDirectComputationAtEveryCount) {
+  // Every count up to 2000, then every 4999th up to 100,000: the carried-over
+  // Binomial tails pick the same ranks as summing the tail afresh, including
+  // at the confidences where the ranks change often.
+  for (const double confidence : {0.95, 0.99, 0.5}) {
+    RunningMedianInterval running(confidence);
+    for (std::size_t n = 1; n <= 100000; ++n) {
+      running.add(1.0);  // the ranks depend on the count only
+      if (n > 2000 && n % 4999 != 0) continue;
+      const MedianRanks direct = median_confidence_ranks(n, confidence);
+      const MedianRanks carried = running.ranks();
+      ASSERT_EQ(carried.low, direct.low) << "n = " << n << ", confidence " << confidence;
+      ASSERT_EQ(carried.high, direct.high) << "n = " << n << ", confidence " << confidence;
+    }
+  }
+}
+
+TEST(RunningMedianInterval, WidthEqualsSummarizeOfTheValuesSoFar) {
+  // Continuous values with zeros among them, values of a coarse clock (many
+  // ties), and sorted runs up and down: every order the followed statistics
+  // can be passed in.
+  std::mt19937_64 generator(7);
+  std::lognormal_distribution<double> draw(-7.0, 0.3);
+  std::uniform_int_distribution<int> tick(1, 6);
+  const std::vector<std::function<double(std::size_t)>> sequences = {
+      [&](std::size_t n) { return n % 50 == 0 ? 0.0 : draw(generator); },
+      [&](std::size_t) { return 1e-6 * tick(generator); },
+      [](std::size_t n) { return 1e-6 * static_cast<double>(n); },
+      [](std::size_t n) { return 1.0 / static_cast<double>(n); }};
+  for (std::size_t sequence = 0; sequence < sequences.size(); ++sequence) {
+    RunningMedianInterval running;
+    std::vector<double> values;
+    for (std::size_t n = 1; n <= 400; ++n) {
+      values.push_back(sequences[sequence](n));
+      running.add(values.back());
+      ASSERT_EQ(running.count(), n);
+      const double expected = summarize(values).median_ci_relative_width();
+      if (std::isinf(expected)) {
+        ASSERT_TRUE(std::isinf(running.relative_width())) << "sequence " << sequence << ", n = " << n;
+      } else {
+        ASSERT_EQ(running.relative_width(), expected) << "sequence " << sequence << ", n = " << n;
+      }
+    }
+  }
+}
+
+TEST(RunningMedianInterval, NoIntervalBeforeSixValuesNorWithAZeroMedian) {
+  RunningMedianInterval running;
+  EXPECT_TRUE(std::isinf(running.relative_width()));
+  for (int i = 0; i < 5; ++i) running.add(1.0);
+  EXPECT_EQ(running.ranks().low, 0u);
+  EXPECT_TRUE(std::isinf(running.relative_width()));
+  running.add(1.0);
+  EXPECT_EQ(running.ranks().low, 1u);
+  EXPECT_EQ(running.relative_width(), 0.0);
+
+  RunningMedianInterval zeros;
+  for (int i = 0; i < 10; ++i) zeros.add(0.0);
+  EXPECT_TRUE(std::isinf(zeros.relative_width()));
 }
 
 }  // namespace

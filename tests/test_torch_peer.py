@@ -314,6 +314,11 @@ class TorchPeer(attnbench_testing.ScenarioTestCase):
                                    lambda: None)
         self.assertEqual((result["stop_reason"], result["converged"], len(result["samples_seconds"])),
                          ("max_samples", False, 20))
+        # The time limit never leaves fewer than min_samples: a clock that jumps 1 s a call.
+        ticks = iter(range(1000))
+        result = self.peer.measure(dict(settings, max_seconds=0.5), lambda call: next(noisy), lambda: None,
+                                   lambda: None, clock=lambda: float(next(ticks)))
+        self.assertEqual((result["stop_reason"], len(result["samples_seconds"])), ("max_seconds", 10))
 
     def test_accuracy_sample_stays_within_the_budget(self):
         listed = attnbench_testing.listed_scenario(ARGS.binary, self.scenario)

@@ -1,8 +1,8 @@
 // `attnbench compare BASE NEW`: the regression gate (harness/compare.hpp,
 // docs/compare.md). Settings, both results files and every output path are
 // checked, and every output rendered, before anything is written: bad input
-// (exit 2) and a refusal because the devices differ (exit 3) leave no file
-// behind.
+// (exit 2) and a refusal because the devices or the run settings differ (exit
+// 3) leave no file behind.
 #include <unistd.h>
 
 #include <cstdio>
@@ -153,6 +153,8 @@ Subcommand add_compare_command(CLI::App& app) {
   add_setting("accuracy_factor", "--accuracy-factor", double{},
               "NEW's error may be this times BASE's plus a floor" + default_of(defaults.defaults.accuracy_factor));
   add_setting("allow_different_devices", "--allow-different-devices", bool{}, "Compare even when the devices differ");
+  add_setting("allow_different_settings", "--allow-different-settings", bool{},
+              "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
   command->add_option("--markdown", options->markdown,
                       "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout");
   command->add_option("--junit", options->junit, "Write JUnit XML, one test case per compared cell; - for stdout");

@@ -5,6 +5,7 @@
 #include "harness/backend.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
 #include "harness/profiler.hpp"
@@ -26,6 +27,11 @@ int command_info(bool as_json) {
                       {"os", host.os},
                       {"cpu_model", host.cpu_model},
                       {"logical_cpus", host.logical_cpus},
+                      {"available_cpus", host.available_cpus.count},
+                      {"available_cpus_source", host.available_cpus.source},
+                      {"last_level_cache", {{"bytes", host.last_level_cache.bytes},
+                                            {"level", host.last_level_cache.level},
+                                            {"source", host.last_level_cache.source}}},
                       {"memory_bytes", host.memory_total_bytes},
                       {"memory_available_bytes", host.memory_available_bytes}}},
             {"devices", Json::array()},
@@ -62,8 +68,11 @@ int command_info(bool as_json) {
   }
   std::printf("attnbench %s (git %s, %s, %s, CUDA %s)\n", tool_version(), git_revision(), build_type(),
               compiler_id(), cuda_built() ? "built" : "not built");
-  std::printf("host: %s, %s, %s, %d logical CPUs\n", host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(),
-              host.logical_cpus);
+  std::printf("host: %s, %s, %s, %d logical CPUs (%d available: %s), last-level cache %s (level %d, %s)\n",
+              host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(), host.logical_cpus,
+              host.available_cpus.count, host.available_cpus.source.c_str(),
+              format_bytes(static_cast<double>(host.last_level_cache.bytes)).c_str(), host.last_level_cache.level,
+              host.last_level_cache.source.c_str());
   std::printf("\ndevices:\n");
   for (const Json& device : info["devices"]) {
     std::printf("  %-6s %s\n", device["device"].get<std::string>().c_str(),

@@ -1,14 +1,18 @@
 // `attnbench list SCENARIO…`: the expanded cases and which implementations run
-// them; --json is the machine-readable form other tools read (attnbench.cases/1).
+// them, by the pre-flight `run` applies (availability, support, memory: a case
+// that would not fit says "skipped: needs X …; Y available"); --json is the
+// machine-readable form other tools read (attnbench.cases/1).
 #include <cstdio>
 #include <memory>
 #include <regex>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/host_info.hpp"
 #include "harness/problem_json.hpp"
 #include "harness/runner.hpp"
 #include "harness/scenario.hpp"
+#include "harness/session.hpp"
 
 namespace attnbench {
 namespace {
@@ -16,7 +20,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 int command_list(const std::vector<std::string>& paths, const std::string& implementations,
-                 const std::string& filter_text, bool as_json) {
+                 const std::string& filter_text, int requested_threads, bool as_json) {
+  const int threads = requested_threads > 0 ? requested_threads : available_cpus().count;
   const std::vector<Scenario> scenarios = load_scenarios(paths);
   std::regex filter;
   if (!filter_text.empty()) {
@@ -39,9 +44,9 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
       if (!filter_text.empty() && !std::regex_search(scenario.name + "/" + c.key, filter)) continue;
       Json runs = Json::object();
       for (Implementation* implementation : selected) {
-        const Verdict verdict = implementation->supports(c.problem);
+        const std::string reason = preflight(*implementation, c.problem, threads, false).skip_reason;
         runs[std::string(implementation->name())] =
-            verdict.ok ? Json{{"runs", true}} : Json{{"runs", false}, {"reason", verdict.reason}};
+            reason.empty() ? Json{{"runs", true}} : Json{{"runs", false}, {"reason", reason}};
       }
       cases.push_back(Json{{"index", i},
                            {"key", c.key},
@@ -84,6 +89,7 @@ Subcommand add_list_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> paths;
     std::string implementations, filter;
+    int threads = 0;
     bool json = false;
   };
   auto options = std::make_shared<Options>();
@@ -91,9 +97,13 @@ Subcommand add_list_command(CLI::App& app) {
   command->add_option("scenarios", options->paths, "Scenario files")->required();
   command->add_option("--impl", options->implementations, "Comma-separated implementations");
   command->add_option("--filter", options->filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
+  command->add_option("--threads", options->threads,
+                      "Host threads the run would use, which sizes CPU workspaces (default: as run)")
+      ->check(CLI::Range(1, 4096));
   command->add_flag("--json", options->json, "Machine-readable output (schema attnbench.cases/1)");
   return {command, [options](const std::vector<std::string>&) {
-            return command_list(options->paths, options->implementations, options->filter, options->json);
+            return command_list(options->paths, options->implementations, options->filter, options->threads,
+                                options->json);
           }};
 }
 

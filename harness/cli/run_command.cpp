@@ -10,6 +10,7 @@
 
 #include "harness/backend.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/cli/measurement_options.hpp"
 #include "harness/errors.hpp"
 #include "harness/runner.hpp"
 
@@ -58,8 +59,6 @@ Subcommand add_run_command(CLI::App& app) {
   struct Options {
     RunOptions run;
     std::string implementations;
-    bool hot = false;
-    bool cold = false;
     std::string shard;
     int device = 0;
   };
@@ -70,10 +69,11 @@ Subcommand add_run_command(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a restart appends the path it continues
   command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
   command->add_option("--filter", options->run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
-  command->add_option("--threads", options->run.threads, "Host threads for CPU implementations (default: all)")
+  command->add_option("--threads", options->run.threads,
+                      "Host threads for CPU implementations (default: the CPUs this process can use: affinity, "
+                      "cgroup quota)")
       ->check(CLI::Range(1, 4096));
-  command->add_flag("--hot", options->hot, "Hot cache: back-to-back samples (overrides the scenario)");
-  command->add_flag("--cold", options->cold, "Cold cache: flush before every sample (overrides the scenario)");
+  add_measurement_options(*command, options->run.measurement);
   command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
   command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
   command->add_flag("!--no-profile", options->run.profile,
@@ -85,9 +85,6 @@ Subcommand add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   return {command, [options](const std::vector<std::string>& command_line) {
             RunOptions& run = options->run;
-            if (options->hot && options->cold) throw InputError("--hot and --cold cannot both be given");
-            if (options->hot) run.cold_cache = false;
-            if (options->cold) run.cold_cache = true;
             run.implementations = split_list(options->implementations);
             if (!options->shard.empty()) run.shard = parse_shard(options->shard);
             BackendRegistry::instance().set_device_index(options->device);

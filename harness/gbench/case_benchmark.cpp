@@ -86,6 +86,7 @@ void CaseBenchmarks::open_and_check(Prepared& prepared, Implementation& implemen
     accuracy_[std::string(implementation.name())] = std::move(accuracy);
   }
   prepared.timer = session->backend().make_timer();
+  session->prepare_for_timing();
   prepared.session = std::move(session);
 }
 

@@ -15,13 +15,13 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
 #include "harness/errors.hpp"
 #include "harness/gbench/case_benchmark.hpp"
+#include "harness/host_info.hpp"
 #include "harness/runner.hpp"
 #include "harness/scenario.hpp"
 
@@ -32,7 +32,7 @@ using namespace attnbench;
 struct FrontEndOptions {
   std::vector<std::string> scenario_paths;
   std::vector<std::string> implementations;
-  int threads = 0;  // 0: every logical CPU
+  int threads = 0;  // 0: the CPUs this process can use (available_cpus())
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -99,7 +99,8 @@ void print_help() {
       "attnbench-gbench: attnbench scenario cases as Google Benchmark benchmarks\n"
       "  --scenario=FILE   scenario file (repeatable; at least one)\n"
       "  --impl=LIST       comma-separated implementations (default: the scenario's)\n"
-      "  --threads=N       host threads for CPU implementations (default: all)\n"
+      "  --threads=N       host threads for CPU implementations (default: the CPUs this\n"
+      "                    process can use: its affinity mask and cgroup CPU quota)\n"
       "Benchmarks are named <scenario>/<implementation>/<case_key>; --benchmark_filter is\n"
       "a POSIX extended regex, so escape . + ( ) in case keys. See docs/gbench.md.\n\n");
   benchmark::PrintDefaultHelp();
@@ -138,8 +139,7 @@ int run(int argc, char** argv) {
   if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
 
   const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : available_cpus().count;
   gbench::CaseBenchmarks benchmarks(threads);
   register_benchmarks(scenarios, options.implementations, benchmarks);
 

@@ -1,0 +1,69 @@
+#include "harness/cli/measurement_options.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+
+namespace attnbench {
+namespace {
+
+// 1000000000 rather than 1e+09 in the range of a flag's help and error.
+std::string bound_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, value == std::floor(value) && value < 1e15 ? "%.0f" : "%g", value);
+  return text;
+}
+
+// A finite number in [low, high] (or (low, high] when `above_low`), as the
+// scenario schema's measure keys allow; NaN and infinities are refused.
+CLI::Validator number_in(double low, double high, bool above_low = false) {
+  const std::string range = (above_low ? "(" : "[") + bound_text(low) + ", " + bound_text(high) + "]";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || value > high ||
+            (above_low ? value <= low : value < low)) {
+          return "expected a number in " + range + ", got " + text;
+        }
+        return {};
+      },
+      range);
+}
+
+}  // namespace
+
+void add_measurement_options(CLI::App& command, MeasurementOverrides& overrides) {
+  const std::string group = "Measurement (override the scenario's \"measure\" settings)";
+  // Each flag given sets its (optional) field.
+  const auto add = [&](const std::string& name, auto& field, const std::string& help, const CLI::Validator& check) {
+    using Value = typename std::decay_t<decltype(field)>::value_type;
+    command.add_option_function<Value>(name, [&field](const Value& value) { field = value; }, help)
+        ->check(check)
+        ->group(group);
+  };
+  add("--min-samples", overrides.min_samples, "Samples to take at least (measure.min_samples)",
+      number_in(1, 1e9));
+  add("--max-samples", overrides.max_samples, "Samples to take at most (measure.max_samples)", number_in(1, 1e9));
+  add("--min-time", overrides.min_seconds,
+      "Seconds of sampled time before convergence may stop the sampling (measure.min_seconds)", number_in(0, 1e6));
+  add("--max-time", overrides.max_seconds,
+      "Wall-clock seconds the sampling of one record may take once --min-samples are taken (measure.max_seconds)",
+      number_in(0, 1e6, true));
+  add("--target-ci", overrides.target_ci_width,
+      "Stop once the median's 95% CI is this narrow, relative to the median (measure.target_ci_width)",
+      number_in(0, 1000, true));
+  add("--warmup", overrides.warmup_min_seconds, "Seconds of warm-up at least (measure.warmup_min_seconds)",
+      number_in(0, 1e6));
+  add("--warmup-iterations", overrides.warmup_min_iterations,
+      "Warm-up calls at least (measure.warmup_min_iterations)", number_in(0, 1e9));
+  CLI::Option* hot_flag = command.add_flag_callback(
+      "--hot", [&overrides] { overrides.cold_cache = false; }, "Hot cache: back-to-back samples (measure.cache)");
+  CLI::Option* cold_flag = command.add_flag_callback(
+      "--cold", [&overrides] { overrides.cold_cache = true; },
+      "Cold cache: flush the last-level cache before every sample (measure.cache)");
+  hot_flag->excludes(cold_flag)->group(group);
+  cold_flag->group(group);
+}
+
+}  // namespace attnbench

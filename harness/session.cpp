@@ -200,7 +200,16 @@ void ImplementationSession::before_sample(bool cold_cache) {
 
 void ImplementationSession::prepare_for_timing() { release_idle_openmp_threads(); }
 
-Measurement ImplementationSession::measure(const MeasureSettings& settings) {
+Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings) {
+  // A simulator's time says nothing about a GPU's: one sample, no warm-up,
+  // whatever the scenario asks (the record's timing says it is simulated).
+  MeasureSettings settings = scenario_settings;
+  if (backend_.kind() == BackendKind::simulator) {
+    settings.warmup_min_iterations = 0;
+    settings.warmup_min_seconds = 0;
+    settings.min_samples = settings.max_samples = 1;
+    settings.min_seconds = 0;
+  }
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
   prepare_for_timing();
   std::optional<TraceRange> phase_range;

@@ -78,4 +78,18 @@ class EnvironmentError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A file could not be written (the disk is full or read-only, a file-size
+// limit): "cannot write PATH: REASON" (exit code 4). `path` is the file.
+class FileWriteError : public EnvironmentError {
+ public:
+  FileWriteError(const std::string& path, const std::string& reason)
+      : EnvironmentError("cannot write " + path + ": " + reason), path_(path), reason_(reason) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_;
+  std::string reason_;
+};
+
 }  // namespace attnbench

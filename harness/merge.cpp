@@ -283,11 +283,12 @@ Json merged_from_entry(const MergeInput& input) {
 
 // Values the merge takes from the first input; a note says when others differ.
 std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs) {
-  std::set<std::string> revisions;
+  std::set<std::string> revisions, filters;
   std::set<int> threads;
   for (const MergeInput& input : inputs) {
     revisions.insert(input.document["tool"]["git_revision"].get<std::string>());
     threads.insert(input.document["threads"].get<int>());
+    filters.insert(input.document.contains("filter") ? input.document["filter"].dump() : "null");
   }
   std::vector<std::string> notes;
   if (revisions.size() > 1) {
@@ -298,6 +299,9 @@ std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs
   }
   if (threads.size() > 1) {
     notes.push_back("the inputs ran with different --threads; \"threads\" is " + inputs.front().path + "'s");
+  }
+  if (filters.size() > 1) {
+    notes.push_back("the inputs ran with different --filter; \"filter\" is " + inputs.front().path + "'s");
   }
   return notes;
 }
@@ -359,6 +363,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
                          {"devices", merged_devices(inputs)},
                          {"threads", first["threads"]},
                          {"shard", nullptr},
+                         {"filter", first.contains("filter") ? first["filter"] : Json(nullptr)},
                          {"merged_from", std::move(merged_from)},
                          {"scenarios", std::move(scenarios)},
                          {"records", std::move(records)}};

@@ -194,11 +194,19 @@ void ResultsOutput::finish() {
 
 bool ResultsOutput::save_and_stop() {
   mutex_.lock();  // never unlocked: the process exits after this
-  if (!document_) return false;
-  write_results_file();
-  if (journal_) journal_->remove();
-  journal_.reset();
-  return true;
+  const bool started = document_.has_value();
+  try {
+    if (started) {
+      write_results_file();
+      if (journal_) journal_->remove();
+      journal_.reset();
+    }
+  } catch (const FileWriteError&) {
+    lock_.release();
+    throw;
+  }
+  lock_.release();
+  return started;
 }
 
 }  // namespace attnbench

@@ -82,8 +82,8 @@ class ResultsOutput {
   // finish(): RESULTS complete, the journal deleted, the lock released.
   void finish();
   // For the signal watcher: save() if the run has started (returns whether it
-  // had), then let no other write of this process through: the mutex stays
-  // locked, for the process is about to exit.
+  // had) and release the lock; no other write of this process gets through
+  // (the mutex stays locked), for the process is about to exit.
   bool save_and_stop();
 
   // Before the restart that continues the run (exec of this process).

@@ -164,6 +164,9 @@ class CaseDumper {
   void keep_lock_across_exec() {
     if (lock_) lock_->keep_across_exec();
   }
+  void release_lock() {
+    if (lock_) lock_->release();
+  }
 
   void write(const std::string& scenario, std::size_t case_index, const std::string& case_key,
              const std::string& implementation, const std::string& tensor, const TensorBuffer& buffer,
@@ -695,6 +698,7 @@ int run_scenarios(const RunOptions& options) {
     } catch (const FileWriteError& error) {
       saved_in = output.path() + " and " + output.journal_file() + " (" + error.what() + ")";
     }
+    dumper.release_lock();
     if (!started) {
       std::fprintf(stderr, "attnbench: interrupted (%s) before the first case; %s is as it was\n",
                    strsignal(signal), output.path().c_str());

@@ -135,6 +135,25 @@ TEST_F(CliMerge, EachRefusalExitsAsDocumentedAndWritesNothing) {
   EXPECT_EQ(read_json(output)["devices"].size(), 2u);
 }
 
+TEST_F(CliMerge, AnExistingOutputIsReplacedOnlyWhenItIsAnEarlierMerge) {
+  const std::string output = path("merged.json");
+  ASSERT_EQ(run_attnbench("run " + path("shards.json") + " -o " + output).exit_code, 0);
+  const std::string run_results = read_text(output);
+  const CommandResult refused = run_attnbench("merge " + all_parts() + " -o " + output);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("-o " + output + ": holds the results of a run, not of an earlier merge"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(read_text(output), run_results);
+
+  const CommandResult overwritten = run_attnbench("merge " + all_parts() + " --overwrite -o " + output);
+  ASSERT_EQ(overwritten.exit_code, 0) << overwritten.output;
+  const CommandResult again = run_attnbench("merge " + part(1) + " " + part(2) + " -o " + output);
+  EXPECT_EQ(again.exit_code, 0) << "an earlier merge is replaced, as shards arrive\n" << again.output;
+  EXPECT_EQ(read_json(output)["merged_from"].size(), 2u);
+  EXPECT_FALSE(fs::exists(output + ".lock"));
+}
+
 TEST_F(CliMerge, AMissingShardGivesAnIncompleteMergeThatRunResumeCompletes) {
   const std::string output = path("merged.json");
   const CommandResult merge = run_attnbench("merge " + part(1) + " " + part(3) + " -o " + output);

@@ -75,7 +75,27 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
   }
 }
 
-void ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected) const {
+namespace {
+
+// A saved device of a kind this run uses must be the same device.
+void check_devices(const Json& saved_devices, const std::vector<Json>& devices_now, const std::string& file,
+                   std::vector<Diagnostic>& problems) {
+  for (const Json& saved : saved_devices) {
+    for (const Json& now : devices_now) {
+      if (now["kind"] != saved["kind"]) continue;
+      const std::vector<std::string> differences = json_differences(device_identity(saved), device_identity(now));
+      if (differences.empty()) continue;
+      problems.push_back({file, "devices",
+                          "the run measured on another " + saved["kind"].get<std::string>() + " device (the run's vs "
+                          "this one's): " + join_differences(differences) + "; records of two devices do not mix"});
+    }
+  }
+}
+
+}  // namespace
+
+void ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
+                                       const std::vector<Json>& devices_now) const {
   const Json identity = run_identity(document.json());
   std::vector<Diagnostic> problems;
   std::vector<LocatedRecord> records;
@@ -88,6 +108,7 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
     const Json& saved = *saved_.document;
     const auto differences = run_identity_differences(run_identity(saved), identity, path_);
     problems.insert(problems.end(), differences.begin(), differences.end());
+    check_devices(saved["devices"], devices_now, path_, problems);
     for (std::size_t i = 0; i < saved["records"].size(); ++i) {
       const Json& record = saved["records"][i];
       records.push_back({&record, path_, "records[" + std::to_string(i) + "]"});
@@ -99,6 +120,7 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
     const JournalContents& journal = *saved_.journal;
     const auto differences = run_identity_differences(journal.header["run"], identity, journal_file());
     problems.insert(problems.end(), differences.begin(), differences.end());
+    check_devices(Json(journal.devices), devices_now, journal_file(), problems);
     for (std::size_t i = 0; i < journal.records.size(); ++i) {
       const Json& record = journal.records[i];
       // A run killed between writing RESULTS and deleting its journal leaves

@@ -57,9 +57,12 @@ class ResultsOutput {
   const SavedRun& saved() const { return saved_; }
 
   // Adds the saved run to `document` (its start time, devices and records)
-  // after checking it against `document`'s identity and `expected`. Throws
-  // InputError listing every difference and every record that does not belong.
-  void continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected) const;
+  // after checking it against `document`'s identity, `expected`, and the
+  // devices this run measures on (`devices_now`: their descriptions; a saved
+  // device of the same kind must have the same identity). Throws InputError
+  // listing every difference and every record that does not belong.
+  void continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
+                          const std::vector<nlohmann::ordered_json>& devices_now) const;
 
   // Writes RESULTS from `document` (complete: false) and starts a fresh journal.
   // Throws FileWriteError.

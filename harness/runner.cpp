@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "accuracy.hpp"
@@ -609,6 +610,19 @@ ExpectedRecords expected_records(const std::vector<PlannedScenario>& plan) {
   return expected;
 }
 
+// The descriptions of the devices the planned implementations run on.
+std::vector<Json> devices_planned(const std::vector<PlannedScenario>& plan) {
+  std::set<std::string> kinds;
+  for (const PlannedScenario& planned : plan) {
+    for (const Implementation* implementation : planned.implementations) kinds.emplace(implementation->device());
+  }
+  std::vector<Json> devices;
+  for (const std::string& kind : kinds) {
+    if (Backend* backend = BackendRegistry::instance().get(kind)) devices.push_back(backend->describe());
+  }
+  return devices;
+}
+
 // How many planned cases have a record of every planned implementation.
 std::size_t cases_saved(const std::vector<PlannedScenario>& plan, const ResultsDocument& document) {
   std::size_t saved = 0;
@@ -712,7 +726,7 @@ int run_scenarios(const RunOptions& options) {
   document.set_shard(options.shard);
   document.set_filter(options.filter);
   document.set_scenarios(scenarios_json(plan));
-  if (options.resume) output.continue_saved_run(document, expected_records(plan));
+  if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
   try {
     output.start(std::move(document));
   } catch (const FileWriteError& failure) {

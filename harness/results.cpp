@@ -11,7 +11,6 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
-#include <stdexcept>
 
 #include "embedded_schemas.hpp"
 #include "errors.hpp"

@@ -12,7 +12,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenario.hpp"
 #include "shard.hpp"
 
 namespace attnbench {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "json_schema.hpp"
 #include "json_text.hpp"
 #include "results.hpp"
 
@@ -15,6 +16,48 @@ namespace attnbench {
 using Json = nlohmann::ordered_json;
 
 std::string journal_path(const std::string& results_path) { return results_path + ".journal"; }
+
+namespace {
+
+// The header line: what the run identity comparison reads of it.
+const JsonSchema& header_schema() {
+  static const JsonSchema schema(Json::parse(R"({
+    "type": "object",
+    "required": ["journal", "results_file", "started_at", "run"],
+    "properties": {
+      "journal": {"const": "attnbench.journal/1"},
+      "results_file": {"type": "string"},
+      "started_at": {"type": "string"},
+      "run": {
+        "type": "object",
+        "required": ["git_revision", "threads", "filter", "shard", "scenarios"],
+        "properties": {
+          "git_revision": {"type": "string"},
+          "threads": {"type": "integer"},
+          "filter": {"type": ["string", "null"]},
+          "shard": {"type": ["object", "null"]},
+          "scenarios": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "required": ["name", "source", "measure", "accuracy", "implementations"],
+              "properties": {
+                "name": {"type": "string"},
+                "source": {"type": "object"},
+                "measure": {"type": "object"},
+                "accuracy": {"type": "object"},
+                "implementations": {"type": "array", "items": {"type": "string"}}
+              }
+            }
+          }
+        }
+      }
+    }
+  })"));
+  return schema;
+}
+
+}  // namespace
 
 JournalContents read_journal(const std::string& path) {
   std::vector<Diagnostic> diagnostics;
@@ -33,10 +76,12 @@ JournalContents read_journal(const std::string& path) {
     start = end + 1;
     Json entry = Json::parse(content, nullptr, false);
     if (line == 1) {
-      if (!entry.is_object() || entry.value("journal", "") != kJournalSchemaId || !entry.contains("run")) {
+      const std::vector<SchemaError> errors = header_schema().validate(entry);
+      if (entry.is_discarded() || !errors.empty()) {
         throw InputError({Diagnostic{path, where,
-                                     std::string("not an attnbench journal (expected a header with \"journal\": \"") +
-                                         kJournalSchemaId + "\" and \"run\")"}});
+                                     std::string("not an attnbench journal header (\"journal\": \"") + kJournalSchemaId +
+                                         "\" with the run's identity)" +
+                                         (errors.empty() ? "" : ": " + format_error(errors.front()))}});
       }
       contents.header = std::move(entry);
     } else if (entry.is_object() && entry.size() == 1 && entry.contains("record") && entry["record"].is_object()) {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "json_schema.hpp"
 
 namespace attnbench {
 
@@ -22,8 +23,10 @@ std::string what_it_holds(const std::string& path) {
     const Json document = load_results_file(path);
     const std::string records = std::to_string(document["records"].size()) + " records";
     if (document["complete"].get<bool>()) {
-      return "holds a finished run (" + records + ", finished " + document["finished_at"].get<std::string>() +
-             "); --overwrite replaces it, or write to another file";
+      const std::string finished = document["finished_at"].is_string()
+                                       ? ", finished " + document["finished_at"].get<std::string>()
+                                       : std::string();
+      return "holds a finished run (" + records + finished + "); --overwrite replaces it, or write to another file";
     }
     return "holds an unfinished run (" + records + "); continue it with --resume, or start again with --overwrite";
   } catch (const InputError& error) {
@@ -92,10 +95,36 @@ void check_devices(const Json& saved_devices, const std::vector<Json>& devices_n
   }
 }
 
+// The journal's records and devices, checked against the results schema as
+// part of a document with this run's header ("records[3]" is record 4).
+std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, const Json& header,
+                                              const std::string& file) {
+  static const JsonSchema schema(results_schema());
+  Json candidate = header;
+  candidate["devices"] = Json(journal.devices);
+  candidate["records"] = Json(journal.records);
+  std::vector<Diagnostic> problems;
+  for (const SchemaError& error : schema.validate(candidate)) {
+    std::string where = error.path;
+    const std::string prefix = "records[";
+    const std::size_t close = where.find(']');
+    if (where.compare(0, prefix.size(), prefix) == 0 && close != std::string::npos) {
+      const std::size_t index = std::stoul(where.substr(prefix.size(), close - prefix.size()));
+      where = "record " + std::to_string(index + 1) + where.substr(close + 1);
+    }
+    problems.push_back({file, where, error.message});
+  }
+  return problems;
+}
+
 }  // namespace
 
 void ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
                                        const std::vector<Json>& devices_now) const {
+  if (saved_.journal) {
+    const std::vector<Diagnostic> invalid = journal_schema_errors(*saved_.journal, document.json(), journal_file());
+    if (!invalid.empty()) throw InputError(invalid);
+  }
   const Json identity = run_identity(document.json());
   std::vector<Diagnostic> problems;
   std::vector<LocatedRecord> records;

@@ -274,6 +274,18 @@ TEST_F(CliResults, AJournalRecordAlreadyInTheResultsFileIsKeptOnce) {
   EXPECT_NE(refused.output.find(journal_path(output.string()) + ": record 1: is a second record of"),
             std::string::npos)
       << refused.output;
+
+  // Journal entries are checked against the results schema like the file's records.
+  std::ofstream(journal_path(output.string())) << header.dump() << "\n" << R"({"record": {"scenario": "sweep"}})" << "\n";
+  const CommandResult malformed = run_attnbench(resume);
+  EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
+  EXPECT_NE(malformed.output.find(journal_path(output.string()) + ": record 1: missing required key"), std::string::npos)
+      << malformed.output;
+  std::ofstream(journal_path(output.string())) << R"({"journal": "attnbench.journal/1", "run": 7})" << "\n";
+  const CommandResult bad_header = run_attnbench(resume);
+  EXPECT_EQ(bad_header.exit_code, 2) << bad_header.output;
+  EXPECT_NE(bad_header.output.find(": line 1: not an attnbench journal header"), std::string::npos) << bad_header.output;
+  EXPECT_EQ(bad_header.output.find("internal error"), std::string::npos) << bad_header.output;
 }
 
 TEST_F(CliResults, AnExistingOutputIsReplacedOnlyWithOverwrite) {

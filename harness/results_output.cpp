@@ -43,8 +43,9 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
     : path_(std::move(path)), lock_(path_, "-o " + path_), existing_(existing) {
   remove_stale_temporaries(path_);
   const std::string journal = journal_file();
-  const bool have_results = fs::exists(path_);
-  const bool have_journal = fs::exists(journal);
+  std::error_code unused;
+  const bool have_results = fs::exists(path_, unused);
+  const bool have_journal = fs::exists(journal, unused);
   if (existing_ == ExistingResults::refuse) {
     if (have_journal) {
       throw InputError("-o " + path_ + ": holds an unfinished run (its latest records are in " + journal +

@@ -128,8 +128,11 @@ TEST_F(ResultsWriting, TemporariesOfProcessesThatNoLongerRunAreRemoved) {
   EXPECT_TRUE(fs::exists(unrelated));
 }
 
-const Json kHeader = {{"journal", kJournalSchemaId}, {"results_file", "out.json"}, {"started_at", "2026-01-01T00:00:00Z"},
-                      {"run", {{"threads", 1}}}};
+const Json kHeader = {{"journal", kJournalSchemaId},
+                      {"results_file", "out.json"},
+                      {"started_at", "2026-01-01T00:00:00Z"},
+                      {"run", {{"git_revision", "abc1234"}, {"threads", 1}, {"filter", nullptr}, {"shard", nullptr},
+                               {"scenarios", Json::array()}}}};
 
 TEST_F(ResultsWriting, TheJournalKeepsEveryWholeLineAndIgnoresOneCutShort) {
   const std::string journal = path("out.json.journal");
@@ -160,6 +163,16 @@ TEST_F(ResultsWriting, ADamagedJournalLineIsBadInputNamingTheLine) {
   }
   std::ofstream(journal) << R"({"record": {"n": 1}})" << "\n";
   EXPECT_THROW(read_journal(journal), InputError) << "no header";
+  Json without_threads = kHeader;
+  without_threads["run"].erase("threads");
+  std::ofstream(journal) << without_threads.dump() << "\n";
+  try {
+    read_journal(journal);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("line 1: not an attnbench journal header"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_F(ResultsWriting, AFullDiskIsAWriteErrorNamingTheFile) {

@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitBadInput = 2,        // bad usage or a bad input file
   kExitNotComparable = 3,   // results not comparable, or inconclusive
   kExitEnvironment = 4,     // this machine cannot run what was asked
+  kExitSignalBase = 128,    // + the signal: 130 SIGINT, 143 SIGTERM (`run` saved what it finished)
 };
 
 // One problem found in an input file: which file, which key, what is wrong.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "errors.hpp"
+
 namespace attnbench {
 
 namespace {
@@ -46,7 +48,7 @@ InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(
     if (number == kStopWatcher) return;
     on_signal_(number);
     std::fflush(nullptr);
-    std::_Exit(128 + number);
+    std::_Exit(kExitSignalBase + number);
   });
   struct sigaction action {};
   action.sa_handler = forward_signal;

@@ -431,10 +431,16 @@ TEST_F(CliResults, KilledAtRandomPointsAndResumedEveryRecordIsThereOnce) {
     } else {
       ASSERT_EQ(ended.signal, signal);
       // SIGINT and SIGTERM kill only before the run has started writing.
-      if (signal != SIGKILL) ASSERT_EQ(log.find("[1/"), std::string::npos) << "killed after the run started";
+      if (signal != SIGKILL) {
+        ASSERT_EQ(log.find("[1/"), std::string::npos) << "killed after the run started";
+      }
     }
-    if (fs::exists(output)) EXPECT_NO_THROW(load_results_file(output.string())) << "the file is always whole";
-    if (fs::exists(journal_path(output.string()))) EXPECT_NO_THROW(read_journal(journal_path(output.string())));
+    if (fs::exists(output)) {
+      EXPECT_NO_THROW(load_results_file(output.string())) << "the file is always whole";
+    }
+    if (fs::exists(journal_path(output.string()))) {
+      EXPECT_NO_THROW(read_journal(journal_path(output.string())));
+    }
   }
   if (!finished) {
     const CommandResult last = run_attnbench("run " + scenario.string() + " -o " + output.string() + " --resume");

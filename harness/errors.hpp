@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitBadInput = 2,        // bad usage or a bad input file
   kExitNotComparable = 3,   // results not comparable, or inconclusive
   kExitEnvironment = 4,     // this machine cannot run what was asked
+  kExitSignalBase = 128,    // + the signal: 130 SIGINT, 143 SIGTERM (`run` saved what it finished)
 };
 
 // One problem found in an input file: which file, which key, what is wrong.
@@ -76,6 +77,20 @@ class RestartRequired : public std::runtime_error {
 class EnvironmentError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A file could not be written (the disk is full or read-only, a file-size
+// limit): "cannot write PATH: REASON" (exit code 4). `path` is the file.
+class FileWriteError : public EnvironmentError {
+ public:
+  FileWriteError(const std::string& path, const std::string& reason)
+      : EnvironmentError("cannot write " + path + ": " + reason), path_(path), reason_(reason) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_;
+  std::string reason_;
 };
 
 }  // namespace attnbench

@@ -10,7 +10,11 @@
 #include <set>
 #include <tuple>
 
+#include "file_lock.hpp"
 #include "results.hpp"
+#include "results_journal.hpp"
+#include "run_identity.hpp"
+#include "scenario.hpp"
 
 namespace attnbench {
 namespace {
@@ -69,17 +73,6 @@ Json merged_devices(const std::vector<MergeInput>& inputs) {
   return devices;
 }
 
-// Which of the fields that define a scenario's work (the file as given and the
-// effective settings) differ between two entries: "" when they describe the same
-// work. The implementations used may differ; the merge joins them.
-std::string definition_difference(const Json& here, const Json& there) {
-  std::string text;
-  for (const char* field : {"source", "measure", "accuracy"}) {
-    if (here[field] != there[field]) text += std::string(text.empty() ? "" : ", ") + field;
-  }
-  return text;
-}
-
 std::string scenario_names(const Json& document) {
   std::string names;
   for (const Json& scenario : document["scenarios"]) {
@@ -108,11 +101,11 @@ void check_scenarios(const std::vector<MergeInput>& inputs, std::vector<Diagnost
     }
     for (const Json& scenario : input.document["scenarios"]) {
       const std::string name = scenario["name"].get<std::string>();
-      const std::string difference = definition_difference(scenario, *first_by_name[name]);
-      if (difference.empty()) continue;
+      const std::vector<std::string> differences = scenario_definition_differences(*first_by_name[name], scenario);
+      if (differences.empty()) continue;
       problems.push_back({input.path, "scenarios",
-                          "scenario \"" + name + "\" differs from " + first.path +
-                              "'s in " + difference + " (--allow-mixed-scenarios merges them anyway)"});
+                          "scenario \"" + name + "\" differs from " + first.path + "'s in " +
+                              join_differences(differences) + " (--allow-mixed-scenarios merges them anyway)"});
     }
   }
 }
@@ -124,7 +117,7 @@ Json merged_scenarios(const std::vector<MergeInput>& inputs) {
   for (const MergeInput& input : inputs) {
     for (const Json& scenario : input.document["scenarios"]) {
       const auto same = std::find_if(scenarios.begin(), scenarios.end(), [&](const Json& kept) {
-        return kept["name"] == scenario["name"] && definition_difference(kept, scenario).empty();
+        return kept["name"] == scenario["name"] && scenario_definition_differences(kept, scenario).empty();
       });
       if (same == scenarios.end()) {
         scenarios.push_back(scenario);
@@ -199,8 +192,56 @@ std::vector<std::string> coverage_gaps(const Json& scenarios, const Json& record
   return gaps;
 }
 
+// Every record of an input must belong to a case and an implementation of that
+// input's scenario, once, measured with its settings. The cases are those its
+// `source` expands to.
+void check_records_belong(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  std::map<std::string, std::map<std::string, std::size_t>> cases_by_source;
+  for (const MergeInput& input : inputs) {
+    ExpectedRecords expected;
+    std::set<std::string> unchecked;
+    for (std::size_t i = 0; i < input.document["scenarios"].size(); ++i) {
+      const Json& entry = input.document["scenarios"][i];
+      const std::string name = entry["name"].get<std::string>();
+      const std::string source = entry["source"].dump();
+      auto cases = cases_by_source.find(source);
+      if (cases == cases_by_source.end()) {
+        std::vector<Diagnostic> diagnostics;
+        const Scenario scenario = parse_scenario(source, input.path + ": scenarios[" + std::to_string(i) + "].source",
+                                                 diagnostics);
+        if (!diagnostics.empty()) {
+          problems.push_back({input.path, "scenarios[" + std::to_string(i) + "].source",
+                              "is no longer a valid scenario (" + diagnostics.front().message +
+                                  "), so its records cannot be checked"});
+          unchecked.insert(name);
+          continue;
+        }
+        std::map<std::string, std::size_t> keys;
+        for (std::size_t c = 0; c < scenario.cases.size(); ++c) keys.emplace(scenario.cases[c].key, c);
+        cases = cases_by_source.emplace(source, std::move(keys)).first;
+      }
+      ExpectedScenarioRecords& scenario = expected[name];
+      scenario.case_index_by_key = cases->second;
+      for (const Json& implementation : entry["implementations"]) {
+        scenario.implementations.insert(implementation.get<std::string>());
+      }
+      scenario.settings = Json{{"measure", entry["measure"]}, {"accuracy", entry["accuracy"]}};
+      scenario.settings_required = false;  // files from before records carried settings merge as they did
+    }
+    std::vector<LocatedRecord> records;
+    for (std::size_t i = 0; i < input.document["records"].size(); ++i) {
+      const Json& record = input.document["records"][i];
+      if (unchecked.count(record["scenario"].get<std::string>())) continue;
+      records.push_back({&record, input.path, "records[" + std::to_string(i) + "]"});
+    }
+    const std::vector<Diagnostic> misplaced = record_problems(records, expected);
+    problems.insert(problems.end(), misplaced.begin(), misplaced.end());
+  }
+}
+
 // Each (scenario, case_key, implementation) may come from one input only; the
-// problems are reported per pair of files, with one example.
+// problems are reported per pair of files, with one example. (A record twice in
+// one file is check_records_belong's.)
 void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
   std::map<std::tuple<std::string, std::string, std::string>, const MergeInput*> owner;
   struct Overlap {
@@ -213,7 +254,7 @@ void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnos
       const auto key = std::make_tuple(record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
                                        record["implementation"].get<std::string>());
       const auto [first, inserted] = owner.try_emplace(key, &input);
-      if (inserted) continue;
+      if (inserted || first->second == &input) continue;
       Overlap& overlap = overlaps[{first->second, &input}];
       if (overlap.count++ == 0) {
         overlap.example = std::get<0>(key) + " / " + std::get<1>(key) + " / " + std::get<2>(key);
@@ -225,38 +266,6 @@ void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnos
                         std::to_string(overlap.count) + " record(s) of the same (scenario, case_key, implementation) "
                             "are also in " + files.first->path + ", e.g. " + overlap.example});
   }
-}
-
-// Records in scenario order, then case order, then the scenario's implementation
-// order; records that tie keep the order of the inputs.
-Json ordered_records(const std::vector<MergeInput>& inputs, const Json& scenarios) {
-  std::map<std::string, std::size_t> scenario_rank;
-  std::map<std::pair<std::string, std::string>, std::size_t> implementation_rank;
-  for (const Json& scenario : scenarios) {
-    const std::string name = scenario["name"].get<std::string>();
-    scenario_rank.try_emplace(name, scenario_rank.size());
-    for (const Json& implementation : scenario["implementations"]) {
-      const auto key = std::make_pair(name, implementation.get<std::string>());
-      implementation_rank.try_emplace(key, implementation_rank.size());
-    }
-  }
-  const auto rank = [&](const Json& record) {
-    const std::string scenario = record["scenario"].get<std::string>();
-    const auto s = scenario_rank.find(scenario);
-    const auto i = implementation_rank.find({scenario, record["implementation"].get<std::string>()});
-    return std::make_tuple(s == scenario_rank.end() ? scenario_rank.size() : s->second,
-                           record["case_index"].get<std::size_t>(),
-                           i == implementation_rank.end() ? implementation_rank.size() : i->second);
-  };
-  std::vector<const Json*> records;
-  for (const MergeInput& input : inputs) {
-    for (const Json& record : input.document["records"]) records.push_back(&record);
-  }
-  std::stable_sort(records.begin(), records.end(),
-                   [&](const Json* a, const Json* b) { return rank(*a) < rank(*b); });
-  Json ordered = Json::array();
-  for (const Json* record : records) ordered.push_back(*record);
-  return ordered;
 }
 
 Json merged_from_entry(const MergeInput& input) {
@@ -274,11 +283,12 @@ Json merged_from_entry(const MergeInput& input) {
 
 // Values the merge takes from the first input; a note says when others differ.
 std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs) {
-  std::set<std::string> revisions;
+  std::set<std::string> revisions, filters;
   std::set<int> threads;
   for (const MergeInput& input : inputs) {
     revisions.insert(input.document["tool"]["git_revision"].get<std::string>());
     threads.insert(input.document["threads"].get<int>());
+    filters.insert(input.document.contains("filter") ? input.document["filter"].dump() : "null");
   }
   std::vector<std::string> notes;
   if (revisions.size() > 1) {
@@ -289,6 +299,9 @@ std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs
   }
   if (threads.size() > 1) {
     notes.push_back("the inputs ran with different --threads; \"threads\" is " + inputs.front().path + "'s");
+  }
+  if (filters.size() > 1) {
+    notes.push_back("the inputs ran with different --filter; \"filter\" is " + inputs.front().path + "'s");
   }
   return notes;
 }
@@ -301,6 +314,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   std::vector<Diagnostic> problems;
   if (!options.allow_mixed_scenarios) check_scenarios(inputs, problems);
   const std::vector<std::string> missing_shards = check_shards(inputs, problems);
+  check_records_belong(inputs, problems);
   check_duplicates(inputs, problems);
   if (!problems.empty()) throw InputError(problems);
   if (!options.allow_mixed_devices) {
@@ -325,7 +339,11 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
 
   const Json& first = inputs.front().document;
   Json scenarios = merged_scenarios(inputs);
-  Json records = ordered_records(inputs, scenarios);
+  Json records = Json::array();
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) records.push_back(record);
+  }
+  sort_records(records, scenarios);
   // Complete means every case of every scenario with every implementation:
   // shards split by different --filter or --impl lists cover less, and a merge
   // of an earlier merge with the last shard covers all without every index.
@@ -345,22 +363,51 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
                          {"devices", merged_devices(inputs)},
                          {"threads", first["threads"]},
                          {"shard", nullptr},
+                         {"filter", first.contains("filter") ? first["filter"] : Json(nullptr)},
                          {"merged_from", std::move(merged_from)},
                          {"scenarios", std::move(scenarios)},
                          {"records", std::move(records)}};
   return merged;
 }
 
+namespace {
+
+// An existing -o is replaced only when it is an earlier merge (so a merge can
+// be run again as shards arrive), or with --overwrite.
+void check_replaceable(const std::string& output) {
+  if (fs::exists(journal_path(output))) {
+    throw InputError("-o " + output + ": holds an unfinished run (its latest records are in " + journal_path(output) +
+                     "); merge into another file, or replace it with --overwrite");
+  }
+  if (!fs::exists(output)) return;
+  std::string problem;
+  try {
+    const Json existing = load_results_file(output);
+    if (existing.contains("merged_from") && !existing["merged_from"].is_null()) return;
+    problem = "holds the results of a run, not of an earlier merge";
+  } catch (const InputError& error) {
+    problem = "exists and is not a results file (" + error.diagnostics().front().message + ")";
+  }
+  throw InputError("-o " + output + ": " + problem + "; merge into another file, or replace it with --overwrite");
+}
+
+}  // namespace
+
 int merge_files(const MergeRequest& request) {
   const std::string& output = request.output_path;
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
-  std::vector<MergeInput> inputs;
   std::vector<Diagnostic> problems;
   for (const std::string& path : request.input_paths) {
     if (same_file(path, output)) {
       problems.push_back({path, "", "is also the output (-o); merge into a new file so no shard is lost"});
-      continue;
     }
+  }
+  if (!problems.empty()) throw InputError(problems);
+  const FileLock lock(output, "-o " + output);
+  remove_stale_temporaries(output);
+  if (!request.overwrite) check_replaceable(output);
+  std::vector<MergeInput> inputs;
+  for (const std::string& path : request.input_paths) {
     try {
       inputs.push_back({path, load_results_file(path)});
     } catch (const InputError& bad) {
@@ -377,11 +424,8 @@ int merge_files(const MergeRequest& request) {
     }
     throw InputError(reasons);
   }
-  try {
-    write_file_atomically(output, merged.document.dump(1) + "\n");
-  } catch (const std::exception& error) {
-    throw InputError("-o " + output + ": " + error.what());
-  }
+  write_file_atomically(output, merged.document.dump(1) + "\n");
+  if (request.overwrite) fs::remove(journal_path(output));
 
   for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
   for (const std::string& reason : merged.incomplete) {

@@ -3,8 +3,11 @@
 // results file. docs/results.md ("Merged files") states the rules:
 // - bad input (exit 2, nothing written): a file that is not a valid results
 //   file; scenarios that differ in their names, source, measure or accuracy
-//   settings (unless allowed); one (scenario, case_key, implementation) in two
-//   files; shards of runs split into different counts; one shard index twice;
+//   settings (unless allowed; run_identity.hpp compares them as --resume
+//   does); a record that belongs to no case or implementation of its file's
+//   scenario, or was measured with other settings; one (scenario, case_key,
+//   implementation) twice; shards of runs split into different counts; one
+//   shard index twice;
 // - not comparable (exit 3, nothing written): devices of one kind whose
 //   identity (the fields `attnbench compare` matches on) differs, unless allowed;
 // - missing shards or unfinished inputs: the merge is written with
@@ -62,12 +65,16 @@ struct MergeRequest {
   std::string output_path;
   MergeOptions options;
   bool require_complete = false;  // refuse (exit 2) instead of writing an incomplete merge
+  bool overwrite = false;         // replace an existing -o that is not an earlier merge
   std::vector<std::string> command_line;
 };
 
-// Loads and checks every input, merges them and writes the output atomically;
-// prints what was merged, and why the result is incomplete if it is. Returns
-// exit code 0; throws as merge_results does, and InputError for an unusable -o.
+// Takes the lock of the output, loads and checks every input, merges them and
+// writes the output atomically; prints what was merged, and why the result is
+// incomplete if it is. Returns exit code 0; throws as merge_results does,
+// InputError for an unusable -o (a directory, an input, locked by another
+// process, or an existing file that is not an earlier merge without
+// --overwrite) and FileWriteError when the write fails.
 int merge_files(const MergeRequest& request);
 
 }  // namespace attnbench

@@ -1,17 +1,20 @@
 #include "results.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <stdexcept>
+#include <map>
 
 #include "embedded_schemas.hpp"
+#include "errors.hpp"
 #include "host_info.hpp"
 #include "json_schema.hpp"
 #include "json_text.hpp"
@@ -45,29 +48,77 @@ bool same_file(const std::string& a, const std::string& b) {
   return canonical_a == canonical_b;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  const int descriptor = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (descriptor < 0) throw std::runtime_error("cannot write " + temporary + ": " + std::strerror(errno));
-  // Written and flushed to the disk before the rename, so the file that appears
-  // under `path` is always whole.
+std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(getpid()); }
+
+bool write_all(int descriptor, const std::string& text) {
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t chunk = write(descriptor, text.data() + written, text.size() - written);
-    if (chunk < 0) break;
+    if (chunk < 0 && errno == EINTR) continue;
+    if (chunk <= 0) return false;
     written += static_cast<std::size_t>(chunk);
   }
-  const bool ok = written == text.size() && fsync(descriptor) == 0;
+  return true;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::filesystem::path target(path);
+  std::error_code error;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), error);
+  const std::string temporary = temporary_path(path);
+  const int descriptor = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (descriptor < 0) throw FileWriteError(path, std::strerror(errno));
+  // Written and flushed to the disk before the rename, so the file that appears
+  // under `path` is always whole.
+  const bool ok = write_all(descriptor, text) && fsync(descriptor) == 0;
   const int saved_errno = errno;
   close(descriptor);
-  std::error_code error;
   if (ok) std::filesystem::rename(temporary, target, error);
   if (!ok || error) {
-    std::filesystem::remove(temporary);
-    throw std::runtime_error("cannot write " + path + ": " + (ok ? error.message() : std::strerror(saved_errno)));
+    std::filesystem::remove(temporary, error);
+    throw FileWriteError(path, ok ? error.message() : std::strerror(saved_errno));
   }
+}
+
+void remove_stale_temporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    const bool gone = pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH);
+    std::error_code ignored;
+    if (gone) std::filesystem::remove(entry.path(), ignored);
+  }
+}
+
+void sort_records(Json& records, const Json& scenarios) {
+  std::map<std::string, std::size_t> scenario_rank;
+  std::map<std::pair<std::string, std::string>, std::size_t> implementation_rank;
+  for (const Json& scenario : scenarios) {
+    const std::string name = scenario["name"].get<std::string>();
+    scenario_rank.try_emplace(name, scenario_rank.size());
+    for (const Json& implementation : scenario["implementations"]) {
+      implementation_rank.try_emplace({name, implementation.get<std::string>()}, implementation_rank.size());
+    }
+  }
+  const auto rank = [&](const Json& record) {
+    const std::string scenario = record["scenario"].get<std::string>();
+    const auto s = scenario_rank.find(scenario);
+    const auto i = implementation_rank.find({scenario, record["implementation"].get<std::string>()});
+    return std::make_tuple(s == scenario_rank.end() ? scenario_rank.size() : s->second,
+                           record["case_index"].get<std::size_t>(),
+                           i == implementation_rank.end() ? implementation_rank.size() : i->second);
+  };
+  std::vector<Json> ordered(std::make_move_iterator(records.begin()), std::make_move_iterator(records.end()));
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const Json& a, const Json& b) { return rank(a) < rank(b); });
+  records = Json::array();
+  for (Json& record : ordered) records.push_back(std::move(record));
 }
 
 ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, int threads) {
@@ -93,6 +144,7 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                    {"devices", Json::array()},
                    {"threads", threads},
                    {"shard", nullptr},
+                   {"filter", nullptr},
                    {"scenarios", Json::array()},
                    {"records", Json::array()}};
 }
@@ -124,30 +176,7 @@ Json load_results_file(const std::string& path) {
   return saved;
 }
 
-ResultsDocument ResultsDocument::resume(const std::string& path, const std::vector<std::string>& command_line,
-                                        int threads, const std::vector<Scenario>& scenarios,
-                                        const std::optional<Shard>& shard) {
-  const Json saved = load_results_file(path);
-  std::set<std::string> expected, found;
-  for (const auto& scenario : scenarios) expected.insert(scenario.name);
-  for (const auto& scenario : saved["scenarios"]) found.insert(scenario.value("name", ""));
-  if (expected != found) {
-    throw InputError({Diagnostic{path, "scenarios",
-                                 "was made from other scenarios; --resume continues a run of the same scenario files"}});
-  }
-
-  const Json shard_json = shard ? Json{{"index", shard->index}, {"count", shard->count}} : Json(nullptr);
-  if (saved["shard"] != shard_json) {
-    throw InputError({Diagnostic{path, "shard", "was made for shard " + saved["shard"].dump() +
-                                                    "; --resume continues it with the same --shard"}});
-  }
-
-  ResultsDocument document(command_line, threads);
-  document.document_["started_at"] = saved["started_at"];
-  for (const auto& device : saved["devices"]) document.add_device(device);
-  for (const auto& record : saved["records"]) document.add_record(record);
-  return document;
-}
+void ResultsDocument::set_started_at(const std::string& started_at) { document_["started_at"] = started_at; }
 
 void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenarios"] = scenarios; }
 
@@ -169,6 +198,10 @@ void ResultsDocument::set_load_average(const std::string& when, const std::optio
   document_["load_average"][when] = rounded;
 }
 
+void ResultsDocument::set_filter(const std::string& filter) {
+  document_["filter"] = filter.empty() ? Json(nullptr) : Json(filter);
+}
+
 namespace {
 
 // A devices entry without the clocks the run adds to it.
@@ -180,10 +213,14 @@ Json without_clocks(Json device) {
 }  // namespace
 
 void ResultsDocument::add_device(const Json& device) {
+  if (!find_device(device)) document_["devices"].push_back(device);
+}
+
+const Json* ResultsDocument::find_device(const Json& device) const {
   for (const auto& existing : document_["devices"]) {
-    if (without_clocks(existing) == without_clocks(device)) return;
+    if (without_clocks(existing) == without_clocks(device)) return &existing;
   }
-  document_["devices"].push_back(device);
+  return nullptr;
 }
 
 void ResultsDocument::set_device_clocks(const Json& device, const std::string& when, const Json& clocks) {
@@ -207,15 +244,12 @@ bool ResultsDocument::has_record(const std::string& scenario, const std::string&
   return finished_.count({scenario, case_key, implementation}) > 0;
 }
 
-void ResultsDocument::checkpoint(const std::string& path) {
-  document_["complete"] = false;
-  write_file_atomically(path, document_.dump(1) + "\n");
-}
-
-void ResultsDocument::finish(const std::string& path) {
+void ResultsDocument::mark_complete() {
   document_["complete"] = true;
   document_["finished_at"] = utc_timestamp();
-  write_file_atomically(path, document_.dump(1) + "\n");
+  sort_records(document_["records"], document_["scenarios"]);
 }
+
+std::string ResultsDocument::text() const { return document_.dump(1) + "\n"; }
 
 }  // namespace attnbench

@@ -1,7 +1,7 @@
 // The results file (DESIGN §3): one versioned JSON document per run, validated
-// by scenarios/results.schema.json, written atomically (temporary file, then
-// rename) after every case so a crash loses no finished case and --resume can
-// continue the run.
+// by scenarios/results.schema.json and always replaced whole (a temporary file,
+// then a rename). How a run writes it — at its start and its end, with every
+// finished case journaled in between — is results_output.hpp's.
 #pragma once
 
 #include <array>
@@ -13,7 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenario.hpp"
 #include "shard.hpp"
 
 namespace attnbench {
@@ -41,21 +40,32 @@ nlohmann::ordered_json load_results_file(const std::string& path);
 // "./a.json"); outputs are checked against inputs with it before any write.
 bool same_file(const std::string& a, const std::string& b);
 
-// Writes `text` to `path` through a temporary file in the same directory and a
-// rename, so readers never see a half-written file.
+// Writes `text` to `path` through a temporary file in the same directory
+// (temporary_path) and a rename, so readers never see a half-written file.
+// Throws FileWriteError naming `path` when it cannot.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// write(2) until all of `text` is written; false, with errno set, on an error.
+bool write_all(int descriptor, const std::string& text);
+
+// PATH.tmp.<process id>: the temporary file write_file_atomically uses.
+std::string temporary_path(const std::string& path);
+
+// Removes the temporaries of `path` that a process killed during a write left:
+// those of processes that no longer run, and of an earlier program of this one.
+void remove_stale_temporaries(const std::string& path);
+
+// Orders records by scenario (the order of `scenarios`), case index, then the
+// scenario's implementation order; records that tie keep their order.
+void sort_records(nlohmann::ordered_json& records, const nlohmann::ordered_json& scenarios);
+
+// The document a run builds: the header at the start, then devices and records
+// as the run goes. Only ResultsOutput writes it.
 class ResultsDocument {
  public:
   ResultsDocument(const std::vector<std::string>& command_line, int threads);
 
-  // Continues the run saved in `path`: keeps its records and start time.
-  // Throws InputError when the file is not a results file of this tool or was made
-  // from other scenarios.
-  static ResultsDocument resume(const std::string& path, const std::vector<std::string>& command_line,
-                                int threads, const std::vector<Scenario>& scenarios,
-                                const std::optional<Shard>& shard);
-
+  void set_started_at(const std::string& started_at);  // a resumed run keeps the first start
   void set_scenarios(const nlohmann::ordered_json& scenarios);
   void set_shard(const std::optional<Shard>& shard);
   // Where the thread count came from: "command_line" (--threads) or
@@ -64,7 +74,11 @@ class ResultsDocument {
   // load_average[`when`] ("run_start", "run_end"): the 1-, 5- and 15-minute
   // load averages, null where the OS does not say.
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
+  void set_filter(const std::string& filter);  // "" for none (null)
+  // Adds a devices entry unless one describes the same device (clocks aside).
   void add_device(const nlohmann::ordered_json& device);
+  // The devices entry that `device` describes (clocks aside); null when none.
+  const nlohmann::ordered_json* find_device(const nlohmann::ordered_json& device) const;
   // Sets clocks[`when`] ("run_start" once, "run_end") of the devices entry that
   // `device` describes (its other fields equal); null clocks are not recorded.
   void set_device_clocks(const nlohmann::ordered_json& device, const std::string& when,
@@ -74,8 +88,10 @@ class ResultsDocument {
                   const std::string& implementation) const;
   const nlohmann::ordered_json& json() const { return document_; }
 
-  void checkpoint(const std::string& path);            // complete = false
-  void finish(const std::string& path);                // complete = true, finished_at set
+  // Marks the run complete: finished_at set, records in scenario, case and
+  // implementation order (sort_records).
+  void mark_complete();
+  std::string text() const;  // the file's contents
 
  private:
   nlohmann::ordered_json document_;

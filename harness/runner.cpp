@@ -4,17 +4,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
+#include <thread>
 
 #include "accuracy.hpp"
 #include "backend.hpp"
 #include "errors.hpp"
+#include "file_lock.hpp"
 #include "format.hpp"
 #include "host_info.hpp"
 #include "inputs.hpp"
+#include "interruption.hpp"
 #include "json_text.hpp"
 #include "measure.hpp"
 #include "npy.hpp"
@@ -22,6 +27,8 @@
 #include "profiler.hpp"
 #include "progress.hpp"
 #include "results.hpp"
+#include "results_output.hpp"
+#include "run_identity.hpp"
 #include "session.hpp"
 #include "statistics.hpp"
 #include "trace.hpp"
@@ -124,6 +131,7 @@ struct PlannedScenario {
   std::vector<Implementation*> implementations;
   MeasureSettings measure;
   std::vector<std::size_t> cases;  // indices into scenario->cases that pass --filter
+  Json settings;                   // what each of its records carries (record_settings)
 };
 
 std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, std::int64_t heads) {
@@ -131,16 +139,27 @@ std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, st
   return {p.batch, heads, seqlen, p.head_dim};
 }
 
+std::string dump_index_path(const std::string& directory) { return (fs::path(directory) / "index.json").string(); }
+
 class CaseDumper {
  public:
-  // When resuming, the arrays an earlier run listed stay in the index.
-  CaseDumper(std::string directory, bool resume) : directory_(std::move(directory)) {
-    const fs::path index = fs::path(directory_) / "index.json";
-    if (!enabled() || !resume || !fs::exists(index)) return;
+  // Takes the lock of the index. When resuming, the arrays an earlier run
+  // listed stay in the index; otherwise an existing index is replaced only
+  // with --overwrite.
+  CaseDumper(std::string directory, ExistingResults existing) : directory_(std::move(directory)) {
+    if (!enabled()) return;
+    const std::string index = dump_index_path(directory_);
+    lock_.emplace(index, "--dump " + directory_);
+    remove_stale_temporaries(index);
+    if (existing == ExistingResults::refuse && fs::exists(index)) {
+      throw InputError("--dump " + directory_ + ": holds the arrays of an earlier run (" + index +
+                       "); continue that run with --resume, or replace them with --overwrite");
+    }
+    if (existing != ExistingResults::resume || !fs::exists(index)) return;
     std::vector<Diagnostic> diagnostics;
     std::string text;
-    if (read_text_file(index.string(), text, diagnostics)) {
-      const Json previous = parse_json_document(text, index.string(), diagnostics);
+    if (read_text_file(index, text, diagnostics)) {
+      const Json previous = parse_json_document(text, index, diagnostics);
       if (diagnostics.empty() && previous.contains("arrays") && previous["arrays"].is_array()) {
         index_ = previous["arrays"];
       }
@@ -148,6 +167,12 @@ class CaseDumper {
     if (!diagnostics.empty()) throw InputError(diagnostics);
   }
   bool enabled() const { return !directory_.empty(); }
+  void keep_lock_across_exec() {
+    if (lock_) lock_->keep_across_exec();
+  }
+  void release_lock() {
+    if (lock_) lock_->release();
+  }
 
   void write(const std::string& scenario, std::size_t case_index, const std::string& case_key,
              const std::string& implementation, const std::string& tensor, const TensorBuffer& buffer,
@@ -171,7 +196,7 @@ class CaseDumper {
 
   void write_index() const {
     if (!enabled()) return;
-    write_file_atomically((fs::path(directory_) / "index.json").string(),
+    write_file_atomically(dump_index_path(directory_),
                           Json{{"schema", "attnbench.dump/1"},
                                {"note", "bf16 arrays are stored as their raw uint16 bits"},
                                {"arrays", index_}}
@@ -181,6 +206,7 @@ class CaseDumper {
 
  private:
   std::string directory_;
+  std::optional<FileLock> lock_;
   Json index_ = Json::array();
 };
 
@@ -191,7 +217,7 @@ struct ProfileSettings {
 
 class ScenarioRunner {
  public:
-  ScenarioRunner(int threads, ProfileSettings profile, ResultsDocument& results, CaseDumper& dumper)
+  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper)
       : threads_(threads), profile_(profile), results_(results), dumper_(dumper) {}
 
   // The backends this run used, for their clocks at the end of the run.
@@ -211,7 +237,7 @@ class ScenarioRunner {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
       const TraceRange implementation_range(std::string(implementation->name()));
-      Json record = base_record(scenario, case_index, *implementation);
+      Json record = base_record(planned, case_index, *implementation);
       std::optional<AccuracyResult> checked;
       try {
         std::string skip_reason;
@@ -246,7 +272,8 @@ class ScenarioRunner {
   }
 
  private:
-  Json base_record(const Scenario& scenario, std::size_t case_index, const Implementation& implementation) {
+  Json base_record(const PlannedScenario& planned, std::size_t case_index, const Implementation& implementation) {
+    const Scenario& scenario = *planned.scenario;
     const ScenarioCase& scenario_case = scenario.cases[case_index];
     const Problem& p = scenario_case.problem;
     const ByteCount compulsory = compulsory_bytes(p);
@@ -257,6 +284,7 @@ class ScenarioRunner {
                 {"case_origin", scenario_case.origin},
                 {"implementation", implementation.name()},
                 {"device", implementation.device()},
+                {"settings", planned.settings},
                 {"problem", problem_to_json(p)},
                 {"status", "ok"},
                 {"reason", ""},
@@ -276,9 +304,7 @@ class ScenarioRunner {
   void note_device(Backend& backend) {
     if (std::find(backends_used_.begin(), backends_used_.end(), &backend) == backends_used_.end()) {
       backends_used_.push_back(&backend);
-      const Json description = backend.describe();
-      results_.add_device(description);
-      results_.set_device_clocks(description, "run_start", backend.read_clocks());
+      results_.note_device(backend.describe(), backend.read_clocks());
     }
   }
 
@@ -418,7 +444,7 @@ class ScenarioRunner {
   int threads_;
   ProfileSettings profile_;
   std::vector<Backend*> backends_used_;
-  ResultsDocument& results_;
+  ResultsOutput& results_;
   CaseDumper& dumper_;
   bool context_lost_ = false;
 
@@ -443,20 +469,36 @@ void require_writable_directory(const fs::path& directory, const std::string& op
   }
 }
 
-// The results file to write, checked before the run starts: not a directory,
-// in a writable place, and not an unfinished run that only --resume may touch.
-void check_output_path(const std::string& output, bool resume) {
+// The files a run writes, checked before anything is: -o not a directory, in a
+// writable place, and no output (the results file, its journal and lock, the
+// dump's index and arrays) one of the scenario files it reads.
+void check_outputs(const std::string& output, const RunOptions& options, const std::vector<Scenario>& scenarios) {
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
   require_writable_directory(fs::path(output).parent_path(), "-o");
-  if (resume || !fs::exists(output)) return;
-  std::vector<Diagnostic> diagnostics;
-  std::string text;
-  if (!read_text_file(output, text, diagnostics)) throw InputError(diagnostics);
-  const Json existing = parse_json_document(text, output, diagnostics);
-  if (diagnostics.empty() && existing.is_object() && existing.value("schema", "") == kResultsSchemaId &&
-      !existing.value("complete", true)) {
-    throw InputError("-o " + output + ": holds an unfinished run; continue it with --resume or remove the file");
+  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
+  std::vector<Diagnostic> problems;
+  for (const Scenario& scenario : scenarios) {
+    for (const std::string& written : {output, journal_path(output), lock_file_path(output)}) {
+      if (same_file(scenario.path, written)) {
+        problems.push_back({scenario.path, "", "is a scenario file of this run and would be overwritten by -o " +
+                                                   output + "; write the results to another file"});
+      }
+    }
+    if (options.dump_dir.empty()) continue;
+    const fs::path index = dump_index_path(options.dump_dir);
+    const fs::path arrays = fs::weakly_canonical(fs::path(options.dump_dir) / scenario.name);
+    const fs::path input = fs::weakly_canonical(scenario.path);
+    const bool under_arrays = std::mismatch(arrays.begin(), arrays.end(), input.begin(), input.end()).first == arrays.end();
+    if (same_file(scenario.path, index.string()) || under_arrays) {
+      problems.push_back({scenario.path, "", "is where --dump " + options.dump_dir +
+                                                 " writes its index or arrays; dump into another directory"});
+    }
   }
+  if (!options.dump_dir.empty() && same_file(output, dump_index_path(options.dump_dir))) {
+    problems.push_back({"", "", "-o " + output + ": is the index of --dump " + options.dump_dir +
+                                    "; write the results to another file"});
+  }
+  if (!problems.empty()) throw InputError(problems);
 }
 
 // Keeps only the cases of `shard`; returns how many remain. Cost is estimated
@@ -570,6 +612,88 @@ std::string load_warning(const Json& load_average, int threads, const CpuAvailab
          " available CPU(s): other work competed for the CPUs, so host timings may be noisy.";
 }
 
+// The `scenarios` block of the results file.
+Json scenarios_json(const std::vector<PlannedScenario>& plan) {
+  Json scenarios = Json::array();
+  for (const PlannedScenario& planned : plan) {
+    Json names = Json::array();
+    for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
+    scenarios.push_back(Json{{"path", planned.scenario->path},
+                             {"name", planned.scenario->name},
+                             {"description", planned.scenario->description},
+                             {"source", planned.scenario->source},
+                             {"implementations", names},
+                             {"measure", planned.settings["measure"]},
+                             {"accuracy", planned.settings["accuracy"]},
+                             {"case_count", planned.scenario->cases.size()}});
+  }
+  return scenarios;
+}
+
+// The records this run may continue from: its planned cases and
+// implementations, measured with its settings.
+ExpectedRecords expected_records(const std::vector<PlannedScenario>& plan) {
+  ExpectedRecords expected;
+  for (const PlannedScenario& planned : plan) {
+    ExpectedScenarioRecords& scenario = expected[planned.scenario->name];
+    for (std::size_t case_index : planned.cases) {
+      scenario.case_index_by_key.emplace(planned.scenario->cases[case_index].key, case_index);
+    }
+    for (Implementation* implementation : planned.implementations) {
+      scenario.implementations.emplace(implementation->name());
+    }
+    scenario.settings = planned.settings;
+  }
+  return expected;
+}
+
+// The descriptions of the devices the planned implementations run on.
+std::vector<Json> devices_planned(const std::vector<PlannedScenario>& plan) {
+  std::set<std::string> kinds;
+  for (const PlannedScenario& planned : plan) {
+    for (const Implementation* implementation : planned.implementations) kinds.emplace(implementation->device());
+  }
+  std::vector<Json> devices;
+  for (const std::string& kind : kinds) {
+    if (Backend* backend = BackendRegistry::instance().get(kind)) devices.push_back(backend->describe());
+  }
+  return devices;
+}
+
+// How many planned cases have a record of every planned implementation.
+std::size_t cases_saved(const std::vector<PlannedScenario>& plan, const ResultsDocument& document) {
+  std::size_t saved = 0;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      const std::string& key = planned.scenario->cases[case_index].key;
+      saved += std::all_of(planned.implementations.begin(), planned.implementations.end(),
+                           [&](const Implementation* implementation) {
+                             return document.has_record(planned.scenario->name, key,
+                                                        std::string(implementation->name()));
+                           })
+                   ? 1
+                   : 0;
+    }
+  }
+  return saved;
+}
+
+// A write that failed mid-run (a full or read-only disk): the finished records
+// are saved where they can be, and the error says where and how to go on.
+EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& output,
+                               const std::vector<PlannedScenario>& plan, std::size_t total_cases) {
+  std::string safe_in = output.path();
+  try {
+    output.save();
+  } catch (const FileWriteError&) {
+    safe_in = output.path() + " and " + output.journal_file();
+  }
+  return EnvironmentError(std::string(failure.what()) + ". The " + std::to_string(cases_saved(plan, output.document())) +
+                          " of " + std::to_string(total_cases) + " cases finished so far are safe in " + safe_in +
+                          "; make room on the disk (or make it writable) and continue with the same command and "
+                          "--resume");
+}
+
 }  // namespace
 
 int run_scenarios(const RunOptions& options) {
@@ -583,14 +707,19 @@ int run_scenarios(const RunOptions& options) {
       throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
     }
   }
+  const CpuAvailability cpus = available_cpus();
+  const int threads = options.threads > 0 ? options.threads : cpus.count;
+  const Json profile{{"enabled", options.profile}, {"per_kernel", options.profile_kernels}};
   std::vector<PlannedScenario> plan;
   std::size_t total_cases = 0;
   for (const Scenario& scenario : scenarios) {
-    PlannedScenario planned{&scenario, {}, scenario.measure, {}};
+    PlannedScenario planned{&scenario, {}, scenario.measure, {}, {}};
     planned.implementations = options.implementations.empty()
                                   ? select_implementations(scenario.implementations, scenario.path + ": implementations")
                                   : select_implementations(options.implementations, "--impl");
     planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
+    planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
+                                       threads, profile);
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       if (!filter || std::regex_search(scenario.name + "/" + scenario.cases[i].key, *filter)) planned.cases.push_back(i);
     }
@@ -602,36 +731,48 @@ int run_scenarios(const RunOptions& options) {
   if (options.resume && options.output_path.empty()) {
     throw InputError("--resume needs -o FILE naming the results file to continue");
   }
-  const CpuAvailability cpus = available_cpus();
-  const int threads = options.threads > 0 ? options.threads : cpus.count;
-  const std::string output = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
-  check_output_path(output, options.resume);
-  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
-  CaseDumper dumper(options.dump_dir, options.resume);
-  ResultsDocument results = options.resume && std::filesystem::exists(output)
-                                ? ResultsDocument::resume(output, options.command_line, threads, scenarios, options.shard)
-                                : ResultsDocument(options.command_line, threads);
-  results.set_shard(options.shard);
-  results.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
-  results.set_load_average("run_start", load_average());
+  if (options.resume && options.overwrite) throw InputError("--resume and --overwrite cannot both be given");
+  const std::string output_path = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
+  check_outputs(output_path, options, scenarios);
+  const ExistingResults existing = options.resume      ? ExistingResults::resume
+                                   : options.overwrite ? ExistingResults::overwrite
+                                                       : ExistingResults::refuse;
+  ResultsOutput output(output_path, existing);
+  CaseDumper dumper(options.dump_dir, existing);
 
-  Json scenario_json = Json::array();
-  for (const PlannedScenario& planned : plan) {
-    Json names = Json::array();
-    for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
-    scenario_json.push_back(Json{{"path", planned.scenario->path},
-                                 {"name", planned.scenario->name},
-                                 {"description", planned.scenario->description},
-                                 {"source", planned.scenario->source},
-                                 {"implementations", names},
-                                 {"measure", measure_settings_json(planned.measure)},
-                                 {"accuracy", accuracy_settings_json(planned.scenario->accuracy)},
-                                 {"case_count", planned.scenario->cases.size()}});
+  const InterruptGuard interrupts([&](int signal) {
+    if (options.interactive) std::fputs("\r\033[K", stderr);
+    std::string saved_in = output.path();
+    bool started = true;
+    try {
+      started = output.save_and_stop();
+    } catch (const FileWriteError& error) {
+      saved_in = output.path() + " and " + output.journal_file() + " (" + error.what() + ")";
+    }
+    dumper.release_lock();
+    if (!started) {
+      std::fprintf(stderr, "attnbench: interrupted (%s) before the first case; %s is as it was\n",
+                   strsignal(signal), output.path().c_str());
+      return;
+    }
+    std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with --resume\n",
+                 cases_saved(plan, output.document()), total_cases, saved_in.c_str());
+  });
+
+  ResultsDocument document(options.command_line, threads);
+  document.set_shard(options.shard);
+  document.set_filter(options.filter);
+  document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
+  document.set_load_average("run_start", load_average());
+  document.set_scenarios(scenarios_json(plan));
+  if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
+  try {
+    output.start(std::move(document));
+  } catch (const FileWriteError& failure) {
+    throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
-  results.set_scenarios(scenario_json);
-  results.checkpoint(output);
 
-  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, results, dumper);
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {
@@ -641,36 +782,53 @@ int run_scenarios(const RunOptions& options) {
                                         short_case_label(problem_to_json(scenario_case.problem)));
       std::vector<Json> records = runner.run_case(planned, case_index, progress);
       std::string outcome;
-      for (auto& record : records) {
+      for (const auto& record : records) {
         outcome += (outcome.empty() ? "" : ", ") + record["implementation"].get<std::string>() + " " +
                    record["status"].get<std::string>();
-        results.add_record(std::move(record));
       }
-      results.checkpoint(output);
-      dumper.write_index();
+      try {
+        if (!records.empty()) output.add_case(std::move(records));
+        dumper.write_index();
+      } catch (const FileWriteError& failure) {
+        progress.finish();
+        throw write_failure(failure, output, plan, total_cases);
+      }
       progress.finish_case(outcome.empty() ? "already in the results file" : outcome);
       if (runner.context_lost()) {
         progress.finish();
+        try {
+          output.save();
+        } catch (const FileWriteError& failure) {
+          throw write_failure(failure, output, plan, total_cases);
+        }
+        output.keep_lock_across_exec();
+        dumper.keep_lock_across_exec();
         throw RestartRequired("the device context was lost (recorded on the failed case); continuing in a new process",
-                              output);
+                              output.path());
       }
     }
   }
   progress.finish();
   for (Backend* backend : runner.backends_used()) {
-    results.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
+    output.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
   }
-  results.set_load_average("run_end", load_average());
-  results.finish(output);
+  output.set_load_average("run_end", load_average());
+  try {
+    output.finish();
+  } catch (const FileWriteError& failure) {
+    throw write_failure(failure, output, plan, total_cases);
+  }
 
+  const ResultsDocument& results = output.document();
   print_summary(results);
   if (const std::string warning = load_warning(results.json()["load_average"], threads, cpus); !warning.empty()) {
     std::printf("%s\n", warning.c_str());
   }
   std::size_t failed = 0;
   for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
-  std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed, output.c_str());
-  if (dumper.enabled()) std::printf("Arrays: %s/index.json\n", options.dump_dir.c_str());
+  std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed,
+              output.path().c_str());
+  if (dumper.enabled()) std::printf("Arrays: %s\n", dump_index_path(options.dump_dir).c_str());
   return failed ? kExitGateFailed : kExitSuccess;
 }
 

@@ -4,7 +4,7 @@
 // check against the fp64 oracle, then warm up and time, then (on a device with
 // a profiler, unless --no-profile) profile one call; then apply the
 // fused-versus-baseline accuracy rule across the case's implementations and
-// checkpoint the results file.
+// journal the case's records (results_output.hpp).
 #pragma once
 
 #include <optional>
@@ -26,7 +26,8 @@ struct RunOptions {
   int threads = 0;                           // 0: the CPUs this process can use (available_cpus())
   MeasurementOverrides measurement;          // --min-samples, --hot, … override the scenarios' settings
   std::string dump_dir;                      // --dump
-  bool resume = false;
+  bool resume = false;                       // continue the run saved in output_path
+  bool overwrite = false;                    // replace whatever output_path (and --dump) holds
   bool profile = true;                       // the profiling pass on devices with a profiler (--no-profile)
   bool profile_kernels = false;              // and one range per kernel (--profile-kernels)
   std::optional<Shard> shard;                // --shard K/N: only this part of the cases
@@ -42,7 +43,10 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
                                                     const std::string& requested_by);
 
 // Runs and returns the exit code (0, or 1 when any record failed); throws
-// InputError / EnvironmentError before writing anything when the request is bad.
+// InputError / EnvironmentError before writing anything when the request is
+// bad, EnvironmentError (saying where the finished records are) when a write
+// fails mid-run, and RestartRequired after a lost device context. On SIGINT or
+// SIGTERM it saves the finished cases and ends the process (130, 143).
 int run_scenarios(const RunOptions& options);
 
 // Short label of a case for terminal output, from its results-file form

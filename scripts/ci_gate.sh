@@ -53,7 +53,7 @@ run_shard() {
 
 for side in base head; do
   mkdir -p "$outdir/$side"
-  for ((k = 1; k <= rounds; k++)); do rm -f "$outdir/$side/part-$k.json"; done
+  for ((k = 1; k <= rounds; k++)); do rm -f "$outdir/$side/part-$k.json" "$outdir/$side/part-$k.json.journal"; done
 done
 for ((k = 1; k <= rounds; k++)); do
   if ((k % 2)); then order=(base head); else order=(head base); fi

@@ -3,6 +3,7 @@
 // output; a missing shard giving an incomplete merge that `run --resume` completes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -134,6 +135,25 @@ TEST_F(CliMerge, EachRefusalExitsAsDocumentedAndWritesNothing) {
   EXPECT_EQ(read_json(output)["devices"].size(), 2u);
 }
 
+TEST_F(CliMerge, AnExistingOutputIsReplacedOnlyWhenItIsAnEarlierMerge) {
+  const std::string output = path("merged.json");
+  ASSERT_EQ(run_attnbench("run " + path("shards.json") + " -o " + output).exit_code, 0);
+  const std::string run_results = read_text(output);
+  const CommandResult refused = run_attnbench("merge " + all_parts() + " -o " + output);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("-o " + output + ": holds the results of a run, not of an earlier merge"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(read_text(output), run_results);
+
+  const CommandResult overwritten = run_attnbench("merge " + all_parts() + " --overwrite -o " + output);
+  ASSERT_EQ(overwritten.exit_code, 0) << overwritten.output;
+  const CommandResult again = run_attnbench("merge " + part(1) + " " + part(2) + " -o " + output);
+  EXPECT_EQ(again.exit_code, 0) << "an earlier merge is replaced, as shards arrive\n" << again.output;
+  EXPECT_EQ(read_json(output)["merged_from"].size(), 2u);
+  EXPECT_FALSE(fs::exists(output + ".lock"));
+}
+
 TEST_F(CliMerge, AMissingShardGivesAnIncompleteMergeThatRunResumeCompletes) {
   const std::string output = path("merged.json");
   const CommandResult merge = run_attnbench("merge " + part(1) + " " + part(3) + " -o " + output);
@@ -149,15 +169,23 @@ TEST_F(CliMerge, AMissingShardGivesAnIncompleteMergeThatRunResumeCompletes) {
   const Json completed = load_results_file(output);
   EXPECT_TRUE(completed["complete"].get<bool>());
   ASSERT_EQ(completed["records"].size(), 6u);
-  for (std::size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(completed["records"][i], incomplete["records"][i]) << "merged records are kept, not rerun";
-  }
-  std::set<std::string> shard_two_keys;
+  std::set<std::string> kept, shard_two_keys, new_keys;
+  for (const Json& record : incomplete["records"]) kept.insert(record.dump());
   const Json shard_two = read_json(part(2));
   for (const Json& record : shard_two["records"]) shard_two_keys.insert(record["case_key"].get<std::string>());
-  for (std::size_t i = 4; i < 6; ++i) {
-    EXPECT_EQ(shard_two_keys.count(completed["records"][i]["case_key"].get<std::string>()), 1u);
+  std::size_t merged_records_kept = 0;
+  for (const Json& record : completed["records"]) {
+    if (kept.count(record.dump())) {
+      ++merged_records_kept;
+    } else {
+      new_keys.insert(record["case_key"].get<std::string>());
+    }
   }
+  EXPECT_EQ(merged_records_kept, 4u) << "merged records are kept, not rerun";
+  EXPECT_EQ(new_keys, shard_two_keys) << "only the missing shard's case ran";
+  std::vector<std::size_t> order;
+  for (const Json& record : completed["records"]) order.push_back(record["case_index"].get<std::size_t>());
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << "the finished file is in case order";
 }
 
 }  // namespace

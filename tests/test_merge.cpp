@@ -4,6 +4,7 @@
 // every refusal rule, and what --allow-mixed-* lets through.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -26,7 +27,10 @@ Json scenario_entry(const std::string& name) {
   return Json{{"path", name + ".json"},
               {"name", name},
               {"description", "in-memory test scenario"},
-              {"source", {{"name", name}, {"sweep", {{"seqlen", {16, 17, 18, 19, 20}}}}}},
+              {"source", {{"name", name},
+                          {"description", "in-memory test scenario"},
+                          {"defaults", {{"batch", 1}, {"heads", 1}, {"head_dim", 64}}},
+                          {"sweep", {{"seqlen", {16, 17, 18, 19, 20}}}}}},
               {"implementations", kImplementations},
               {"measure", {{"warmup_min_iterations", 1}, {"warmup_min_seconds", 0}, {"min_samples", 1},
                            {"max_samples", 2}, {"min_seconds", 0}, {"max_seconds", 1}, {"target_ci_width", 0.02},
@@ -297,6 +301,48 @@ TEST(Merge, ARecordInTwoFilesIsRefused) {
             std::string::npos)
       << errors;
   EXPECT_NE(input_error(inputs, MergeOptions{true, true}), "") << "no option lets duplicates through";
+}
+
+TEST(Merge, ARecordThatBelongsToNoCaseOfItsScenarioIsRefused) {
+  // The cases are those the file's own scenario source expands to.
+  const auto refusal = [](const std::function<void(Json& records)>& edit) {
+    std::vector<MergeInput> inputs = three_shards();
+    edit(inputs[1].document["records"]);
+    return input_error(inputs);
+  };
+  EXPECT_NE(refusal([](Json& records) { records[0]["case_key"] = "invented"; })
+                .find("part-2.json: records[0]: case_key \"invented\" is no case of scenario \"tiny\""),
+            std::string::npos);
+  EXPECT_NE(refusal([](Json& records) { records[1]["scenario"] = "not_a_scenario"; })
+                .find("part-2.json: records[1]: is a record of scenario \"not_a_scenario\""),
+            std::string::npos);
+  EXPECT_NE(refusal([](Json& records) { records[0]["implementation"] = "cpu.nope"; })
+                .find("part-2.json: records[0]: implementation \"cpu.nope\" is not one"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Json& records) { records[0]["case_index"] = 4; })
+                .find("part-2.json: records[0]: case_index 4, but case_key"),
+            std::string::npos);
+  EXPECT_NE(refusal([](Json& records) { records.push_back(records[0]); })
+                .find("part-2.json: records[4]: is a second record of"),
+            std::string::npos);
+  const std::string other_settings = refusal([](Json& records) {
+    records[0]["settings"] = Json{{"measure", {{"cache", "cold"}}}, {"accuracy", records[0]["accuracy"]}};
+  });
+  EXPECT_NE(other_settings.find("part-2.json: records[0]: was measured with other settings (the record's vs this run's): "
+                                "settings.measure.cache (\"cold\" vs \"hot\")"),
+            std::string::npos)
+      << other_settings;
+  EXPECT_EQ(input_error(three_shards()), "") << "records without settings (older files) merge as before";
+}
+
+TEST(Merge, TheFilterOfTheRunIsKept) {
+  std::vector<MergeInput> inputs = three_shards();
+  for (MergeInput& input : inputs) input.document["filter"] = "seqlen";
+  EXPECT_EQ(merge_results(inputs, {}, {}).document["filter"], "seqlen") << "a merged file resumes like its shards";
+  inputs[2].document["filter"] = nullptr;
+  const MergeOutcome merged = merge_results(inputs, {}, {});
+  ASSERT_EQ(merged.notes.size(), 1u);
+  EXPECT_NE(merged.notes[0].find("--filter"), std::string::npos);
 }
 
 TEST(Merge, ShardsOfDifferentCountsOrTheSameIndexTwiceAreRefused) {

@@ -1,14 +1,18 @@
 // A device error that loses the context (an illegal address on a GPU) must not
 // lose finished results nor stop the sweep: the runner records the failure,
-// checkpoints, and asks for a restart that resumes the run.
+// saves the results file, keeps its lock for the restarted process (the same
+// process after exec) and asks for a restart that resumes the run.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "harness/errors.hpp"
+#include "harness/file_lock.hpp"
 #include "harness/results.hpp"
+#include "harness/results_journal.hpp"
 #include "harness/runner.hpp"
 
 namespace attnbench {
@@ -33,6 +37,22 @@ class LosesContextOnce final : public Implementation {
 };
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<LosesContextOnce>(); }};
+
+// Whether another process can take the lock of `target` now.
+bool another_process_can_lock(const std::string& target) {
+  const pid_t child = fork();
+  if (child == 0) {
+    try {
+      const FileLock lock(target, "-o " + target);
+    } catch (const InputError&) {
+      _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   const fs::path directory = fs::path(::testing::TempDir()) / ("attnbench_restart_" + std::to_string(getpid()));
@@ -63,6 +83,8 @@ TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   EXPECT_EQ(saved["records"][1]["status"], "failed");
   EXPECT_NE(saved["records"][1]["reason"].get<std::string>().find("cudaErrorIllegalAddress"), std::string::npos);
   EXPECT_FALSE(saved["complete"].get<bool>());
+  EXPECT_FALSE(fs::exists(journal_path(options.output_path))) << "the results file holds everything";
+  EXPECT_FALSE(another_process_can_lock(options.output_path)) << "the lock is kept for the restarted process";
 
   options.resume = true;  // what the restarted process runs
   EXPECT_EQ(run_scenarios(options), kExitGateFailed) << "one record failed";
@@ -70,6 +92,8 @@ TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   EXPECT_TRUE(finished["complete"].get<bool>());
   ASSERT_EQ(finished["records"].size(), 4u);
   EXPECT_EQ(finished["records"][3]["status"], "ok") << "the sweep went on after the restart";
+  EXPECT_TRUE(another_process_can_lock(options.output_path)) << "released at the end";
+  EXPECT_FALSE(fs::exists(lock_file_path(options.output_path)));
   fs::remove_all(directory);
 }
 

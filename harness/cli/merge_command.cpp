@@ -1,6 +1,7 @@
 // `attnbench merge FILES… -o OUT`: joins the shards of a run (or any results
 // files of the same scenarios) into one results file; see harness/merge.hpp.
-// Exit codes: 0 written (complete or not), 2 bad input, 3 different devices.
+// Exit codes: 0 written (complete or not), 2 bad input, 3 different devices,
+// 4 the output could not be written.
 #include <cstdio>
 #include <memory>
 
@@ -21,6 +22,8 @@ Subcommand add_merge_command(CLI::App& app) {
                     "Merge files of different scenarios or scenario settings");
   command->add_flag("--require-complete", request->require_complete,
                     "Refuse (exit 2) instead of writing a merge with missing shards or unfinished inputs");
+  command->add_flag("--overwrite", request->overwrite,
+                    "Replace an existing -o FILE even when it is not an earlier merge");
   return {command, [request](const std::vector<std::string>& command_line) {
             request->command_line = command_line;
             try {

@@ -41,6 +41,7 @@ namespace {
   }
   std::fprintf(stderr, "attnbench: %s (restart %d)\n", restart.what(), restarts);
   std::vector<std::string> arguments = command_line;
+  arguments.erase(std::remove(arguments.begin(), arguments.end(), "--overwrite"), arguments.end());
   arguments.push_back("-o");
   arguments.push_back(restart.results_path());  // the last -o wins
   if (std::find(arguments.begin(), arguments.end(), "--resume") == arguments.end()) arguments.push_back("--resume");
@@ -75,7 +76,10 @@ Subcommand add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   add_measurement_options(*command, options->run.measurement);
   command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
-  command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
+  command->add_flag("--resume", options->run.resume,
+                    "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
+  command->add_flag("--overwrite", options->run.overwrite,
+                    "Replace what -o FILE (and --dump DIR) already holds instead of refusing");
   command->add_flag("!--no-profile", options->run.profile,
                     "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
   command->add_flag("--profile-kernels", options->run.profile_kernels,

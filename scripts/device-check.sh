@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU check (issues 3, 4, 5 and 7): on a machine with a GPU, build
+# The prepared GPU check: on a machine with a GPU, build
 # for the GPU present (dependencies from .deps, see scripts/gather-deps.sh), run
 # the GPU-labelled tests (the correctness matrix of every CUDA implementation,
 # forward and gradients), run a short forward and forward+backward benchmark
@@ -51,14 +51,14 @@ tests_status=$?
 step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
 
 step "benchmark (scenarios/device_check.json)"
-"$bin/attnbench" run scenarios/device_check.json -o "$out/results.json" > "$out/benchmark.log" 2>&1
+"$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
 for table in seqlen memory accuracy; do
   "$bin/attnbench" report "$out/results.json" --table "$table" > "$out/report-$table.md" 2>> "$out/benchmark.log"
 done
 "$bin/attnbench" report "$out/results.json" --table io > "$out/report-io.md" 2>> "$out/benchmark.log"
 
-# ncu cross-check (issue 4): the N 4k, d 64 forward case (device_check.json
+# ncu cross-check: the N 4k, d 64 forward case (device_check.json
 # case 1) once more under ncu, in-process profiler off (--no-profile: two
 # profilers cannot share CUPTI), timing and accuracy cut to the minimum; ncu
 # profiles only the checked call (NVTX range case/implementation/check).
@@ -78,7 +78,7 @@ JSON
   for impl in cuda.cublas cuda.flash; do
     timeout 60 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
       --nvtx --nvtx-include "attnbench@case ncu_cross_check#0/$impl/check/" --csv --print-units base --log-file "$out/ncu-$impl.csv" \
-      "$bin/attnbench" run "$out/ncu_case.json" --impl "$impl" --no-profile -o "$out/ncu-run-$impl.json" \
+      "$bin/attnbench" run "$out/ncu_case.json" --impl "$impl" --no-profile --overwrite -o "$out/ncu-run-$impl.json" \
       > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
   done
 fi
@@ -101,12 +101,12 @@ JSON
   for tool in memcheck racecheck synccheck; do
     step "compute-sanitizer --tool $tool"
     timeout 150 "$sanitizer" --tool "$tool" --error-exitcode 99 \
-      "$bin/attnbench" run "$out/sanitizer_case.json" --no-profile -o "$out/sanitizer-$tool.json" \
+      "$bin/attnbench" run "$out/sanitizer_case.json" --no-profile --overwrite -o "$out/sanitizer-$tool.json" \
       > "$out/sanitizer-$tool.log" 2>&1 || sanitizer_status=$?
     step "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -n 1)"
   done
 fi
-# PyTorch's SDPA backends beside ours (issue 7) on the device_check cases at
+# PyTorch's SDPA backends beside ours on the device_check cases at
 # N 4k, forward, merged into one table with ours.
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0

@@ -15,25 +15,27 @@
 //     required, minProperties, maxProperties
 //   arrays: prefixItems, items, minItems, maxItems, uniqueItems
 //   numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
-//   strings: minLength, maxLength (in code points), pattern (ECMAScript, search)
+//   strings: minLength, maxLength (in code points), pattern (ECMAScript syntax,
+//     searched in linear time by RE2: regex.hpp)
 // The constructor rejects any other keyword, a malformed keyword value, a $ref
 // that does not resolve to a subschema and a $ref cycle that never descends into
 // the document, so a schema can never hold a constraint that is silently ignored.
 #pragma once
 
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "regex.hpp"
+
 namespace attnbench {
 
 struct SchemaError {
   // "" for the document root; keys joined with '.', array indices as [n]
-  // ("cases[1].mask.window"); a key that is not plain ([A-Za-z0-9_$-]+) is
-  // written as ["key"] with JSON escapes.
+  // ("cases[1].mask.window"); a key that is not plain ([A-Za-z0-9_$-]+) or is
+  // longer than kQuoteWidth is written as ["key"] with JSON escapes, shortened.
   std::string path;
   std::string message;  // without the path
 
@@ -55,7 +57,7 @@ class JsonSchema {
 
  private:
   nlohmann::ordered_json schema_;
-  std::map<std::string, std::regex> patterns_;                          // by source text
+  std::map<std::string, Regex> patterns_;                                // by source text
   std::map<std::string, nlohmann::ordered_json::json_pointer> targets_;  // by $ref value
 };
 

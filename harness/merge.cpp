@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "message_text.hpp"
 #include "results.hpp"
 
 namespace attnbench {
@@ -261,7 +262,7 @@ Json ordered_records(const std::vector<MergeInput>& inputs, const Json& scenario
 
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
-  return Json{{"path", input.path},
+  return Json{{"path", escape_invalid_utf8(input.path)},
               {"shard", document["shard"]},
               {"complete", document["complete"]},
               {"started_at", document["started_at"]},

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <thread>
 
 #include "accuracy.hpp"
@@ -17,6 +16,7 @@
 #include "inputs.hpp"
 #include "json_text.hpp"
 #include "measure.hpp"
+#include "message_text.hpp"
 #include "npy.hpp"
 #include "problem_json.hpp"
 #include "profiler.hpp"
@@ -444,12 +444,16 @@ void check_output_path(const std::string& output, bool resume) {
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
   require_writable_directory(fs::path(output).parent_path(), "-o");
   if (resume || !fs::exists(output)) return;
-  std::vector<Diagnostic> diagnostics;
-  std::string text;
-  if (!read_text_file(output, text, diagnostics)) throw InputError(diagnostics);
-  const Json existing = parse_json_document(text, output, diagnostics);
-  if (diagnostics.empty() && existing.is_object() && existing.value("schema", "") == kResultsSchemaId &&
-      !existing.value("complete", true)) {
+  Json existing;
+  try {
+    existing = load_results_file(output);
+  } catch (const InputError& error) {
+    std::vector<Diagnostic> diagnostics = error.diagnostics();
+    diagnostics.push_back({"", "-o", output + " exists and is not a valid attnbench results file, so it is not "
+                                         "replaced; remove it or give another name"});
+    throw InputError(diagnostics);
+  }
+  if (!existing["complete"].get<bool>()) {
     throw InputError("-o " + output + ": holds an unfinished run; continue it with --resume or remove the file");
   }
 }
@@ -536,17 +540,19 @@ void print_summary(const ResultsDocument& results) {
 
 }  // namespace
 
+std::optional<Regex> case_filter(const std::string& pattern) {
+  if (pattern.empty()) return std::nullopt;
+  try {
+    return Regex(pattern);
+  } catch (const RegexError& error) {
+    throw InputError(std::string("--filter: ") + error.what());
+  }
+}
+
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
   const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
-  std::optional<std::regex> filter;
-  if (!options.filter.empty()) {
-    try {
-      filter.emplace(options.filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
-    }
-  }
+  const std::optional<Regex> filter = case_filter(options.filter);
   std::vector<PlannedScenario> plan;
   std::size_t total_cases = 0;
   for (const Scenario& scenario : scenarios) {
@@ -556,12 +562,12 @@ int run_scenarios(const RunOptions& options) {
                                   : select_implementations(options.implementations, "--impl");
     if (options.cold_cache) planned.measure.cold_cache = *options.cold_cache;
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
-      if (!filter || std::regex_search(scenario.name + "/" + scenario.cases[i].key, *filter)) planned.cases.push_back(i);
+      if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
     }
     total_cases += planned.cases.size();
     plan.push_back(std::move(planned));
   }
-  if (total_cases == 0) throw InputError("--filter \"" + options.filter + "\" matches no case");
+  if (total_cases == 0) throw InputError("--filter " + quote(options.filter) + " matches no case");
   if (options.shard) total_cases = keep_shard(plan, *options.shard);
   if (options.resume && options.output_path.empty()) {
     throw InputError("--resume needs -o FILE naming the results file to continue");
@@ -581,7 +587,7 @@ int run_scenarios(const RunOptions& options) {
   for (const PlannedScenario& planned : plan) {
     Json names = Json::array();
     for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
-    scenario_json.push_back(Json{{"path", planned.scenario->path},
+    scenario_json.push_back(Json{{"path", escape_invalid_utf8(planned.scenario->path)},
                                  {"name", planned.scenario->name},
                                  {"description", planned.scenario->description},
                                  {"source", planned.scenario->source},

@@ -6,7 +6,9 @@
 namespace attnbench {
 
 CaseData::CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads)
-    : problem_(problem), accuracy_(accuracy), threads_(threads) {}
+    : problem_(problem), accuracy_(accuracy), threads_(threads) {
+  resolve_lengths(problem_);  // implementations that upload the lengths need the arrays
+}
 
 std::string CaseData::host_preflight() const {
   if (inputs_) return {};

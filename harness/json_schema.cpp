@@ -621,6 +621,10 @@ class Validator {
       : root_(root), patterns_(patterns), targets_(targets) {}
 
   void check(const Json& schema, const Json& value, const Location& at, Findings& out) const {
+    if (out.size() >= kMaxSchemaErrors) {  // enough to act on; the rest of the document is not walked
+      truncated_ = true;
+      return;
+    }
     if (schema.is_boolean()) {
       if (!schema.get<bool>()) report(out, at, "no value is allowed here");
       return;
@@ -881,6 +885,10 @@ class Validator {
   const Json& root_;
   const std::map<std::string, Regex>& patterns_;
   const std::map<std::string, Pointer>& targets_;
+  mutable bool truncated_ = false;
+
+ public:
+  bool truncated() const { return truncated_; }
 };
 
 }  // namespace
@@ -895,13 +903,18 @@ JsonSchema::JsonSchema(nlohmann::ordered_json schema) : schema_(std::move(schema
 
 std::vector<SchemaError> JsonSchema::validate(const nlohmann::ordered_json& document) const {
   Findings findings;
-  Validator(schema_, patterns_, targets_).check(schema_, document, Location{}, findings);
+  const Validator validator(schema_, patterns_, targets_);
+  validator.check(schema_, document, Location{}, findings);
   std::stable_sort(findings.begin(), findings.end(),
                    [](const Finding& a, const Finding& b) { return a.order < b.order; });
   std::vector<SchemaError> errors;
   std::set<std::pair<std::string, std::string>> seen;
   for (Finding& finding : findings) {
     if (seen.emplace(finding.error.path, finding.error.message).second) errors.push_back(std::move(finding.error));
+  }
+  if (validator.truncated()) {
+    errors.insert(errors.begin(), SchemaError{"", "has more problems than the " + std::to_string(kMaxSchemaErrors) +
+                                                      " below; the rest of the document was not checked"});
   }
   return errors;
 }

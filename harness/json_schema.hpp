@@ -22,6 +22,7 @@
 // the document, so a schema can never hold a constraint that is silently ignored.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "regex.hpp"
 
 namespace attnbench {
+
+inline constexpr std::size_t kMaxSchemaErrors = 1000;
 
 struct SchemaError {
   // "" for the document root; keys joined with '.', array indices as [n]
@@ -53,6 +56,9 @@ class JsonSchema {
 
   // Every violation, in document order (an object's own errors before those of
   // its members), each path and message at most once. Empty when it is valid.
+  // A document with more than kMaxSchemaErrors gets the first ones found,
+  // after an error at the root saying the rest was not checked, so validating
+  // a huge broken document costs no more than a few thousand messages.
   std::vector<SchemaError> validate(const nlohmann::ordered_json& document) const;
 
  private:

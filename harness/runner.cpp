@@ -48,7 +48,7 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
     if (!implementation) {
       std::string known;
       for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
-      unknown.push_back({requested_by, "", "unknown implementation \"" + name + "\"; known: " + known});
+      unknown.push_back({requested_by, "", "unknown implementation " + quote(name) + "; known: " + known});
       continue;
     }
     selected.push_back(implementation);
@@ -439,7 +439,9 @@ void require_writable_directory(const fs::path& directory, const std::string& op
 }
 
 // The results file to write, checked before the run starts: not a directory,
-// in a writable place, and not an unfinished run that only --resume may touch.
+// in a writable place, and if it exists a valid finished results file (checked
+// against the schema: anything else is never replaced, and an unfinished run
+// only --resume may touch).
 void check_output_path(const std::string& output, bool resume) {
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
   require_writable_directory(fs::path(output).parent_path(), "-o");

@@ -195,6 +195,15 @@ TEST_F(HostileInput, ThousandsOfDistinctProblemsPrintAFewAndACount) {
   expect_refused(validate, "many.json: 3950 more problems not shown", 10000);
 }
 
+TEST_F(HostileInput, AHugeBrokenFileIsCheckedUpToALimit) {
+  Json document = scenario_with(Json{{"batch", 1}, {"heads", 1}, {"head_dim", 1}});
+  document["sweep"] = Json{{"seqlen", std::vector<int>(300000, 0)}};  // 900 kB, every value out of range
+  const BoundedResult validate = run_attnbench_bounded({"validate", save("broken.json", document)}, kSeconds,
+                                                       rlim_t{1} << 30);
+  expect_refused(validate, "broken.json: has more problems than the 1000 below", 10000);
+  EXPECT_NE(validate.output.find("broken.json: 951 more problems not shown"), std::string::npos) << validate.output;
+}
+
 TEST_F(HostileInput, AnOversizedProblemNamesTheLimitItExceeds) {
   const std::string scenario = save("scores.json", scenario_with(Json{{"batch", 1024}, {"heads", 1024},
                                                                       {"seqlen", 16777216}, {"head_dim", 1}}));
@@ -244,6 +253,17 @@ TEST_F(HostileInput, MalformedResultsFilesAreBadInputForEveryReader) {
     expect_refused(run_attnbench_bounded({"run", scenario_file, "--impl", "cpu.standard", "-o", file}), named);
     EXPECT_EQ(read_json(file), bad) << "the file is left as it was";
   }
+}
+
+TEST_F(HostileInput, AValidUnfinishedRunIsOnlyContinued) {
+  const std::string file = tiny_results("a.json");
+  Json unfinished = read_json(file);
+  unfinished["complete"] = false;
+  unfinished["finished_at"] = nullptr;
+  write_json(file, unfinished);
+  expect_refused(run_attnbench_bounded({"run", path("a.json.scenario.json").string(), "-o", file}),
+                 "holds an unfinished run; continue it with --resume");
+  EXPECT_EQ(read_json(file), unfinished);
 }
 
 // ---- 13.7: paths and option values ----

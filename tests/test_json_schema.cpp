@@ -285,6 +285,17 @@ TEST(JsonSchemaMessages, AHugeKeyIsQuotedShortAndGetsNoSuggestion) {
   EXPECT_EQ(errors[0], "[\"dropout" + std::string(73, 'x') + "...\" (10485767 bytes)]: unknown key; allowed keys: dropout");
 }
 
+TEST(JsonSchemaMessages, AHugeBrokenDocumentGetsTheFirstErrorsAndANote) {
+  const JsonSchema positive(Json{{"items", {{"minimum", 1}}}});
+  const std::vector<SchemaError> errors = positive.validate(Json(std::vector<int>(300000, 0)));
+  ASSERT_EQ(errors.size(), kMaxSchemaErrors + 1);
+  EXPECT_EQ(format_error(errors[0]),
+            "(root): has more problems than the 1000 below; the rest of the document was not checked");
+  EXPECT_EQ(format_error(errors[1]), "[0]: must be >= 1, got 0");
+  EXPECT_EQ(positive.validate(Json(std::vector<int>(kMaxSchemaErrors, 0))).size(), kMaxSchemaErrors)
+      << "exactly the limit: every error, no note";
+}
+
 TEST(JsonSchemaMessages, ReportsEachPathAndMessageOnce) {
   const Json schema = Json::parse(R"({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s",
                                       "allOf": [{"type": "string"}, {"type": "string", "minLength": 2}]})");
@@ -348,7 +359,7 @@ TEST(JsonSchemaConstruction, RefusesPatternsALinearEngineCannotExpress) {
   EXPECT_EQ(rejection_of(Json::parse(R"({"properties": {"a": {"pattern": "(x)\\1"}}})")).rfind(
                 "JSON schema #/properties/a/pattern: \"(x)\\\\1\" uses a backreference", 0),
             0u);
-  EXPECT_NE(rejection_of(Json::parse(R"({"patternProperties": {"^(?!x-)": {}}})")).find("uses a lookahead"),
+  EXPECT_NE(rejection_of(Json::parse(R"json({"patternProperties": {"^(?!x-)": {}}})json")).find("uses a lookahead"),
             std::string::npos);
 }
 

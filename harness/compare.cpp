@@ -450,7 +450,7 @@ Tolerances CompareSettings::for_cell(const std::string& scenario, const std::str
   Tolerances tolerances = defaults;
   const std::string cell = scenario + "/" + case_key + "/" + implementation;
   for (const ToleranceOverride& override_ : overrides) {
-    if (std::regex_search(cell, override_.pattern)) apply(override_, tolerances);
+    if (override_.pattern->search(cell)) apply(override_, tolerances);
   }
   return tolerances;
 }
@@ -472,11 +472,9 @@ CompareSettings parse_compare_config(const Json& document, const std::string& fi
     ToleranceOverride entry = read_tolerances(overrides[i]);
     entry.match = overrides[i]["match"].get<std::string>();
     try {
-      entry.pattern = std::regex(entry.match, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      diagnostics.push_back({file, "overrides[" + std::to_string(i) + "].match",
-                             "\"" + entry.match + "\" is not a valid ECMAScript regular expression (" +
-                                 error.what() + ")"});
+      entry.pattern.emplace(entry.match);
+    } catch (const RegexError& error) {
+      diagnostics.push_back({file, "overrides[" + std::to_string(i) + "].match", error.what()});
       continue;
     }
     settings.overrides.push_back(std::move(entry));

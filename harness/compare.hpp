@@ -9,11 +9,12 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "regex.hpp"
 
 namespace attnbench {
 
@@ -34,10 +35,11 @@ struct Tolerances {
 };
 
 // Tolerances for the cells whose "<scenario>/<case_key>/<implementation>"
-// contains a match of `match` (ECMAScript); fields not given keep their value.
+// contains a match of `match` (ECMAScript syntax, regex.hpp); fields not given
+// keep their value.
 struct ToleranceOverride {
   std::string match;
-  std::regex pattern;
+  std::optional<Regex> pattern;  // `match`, compiled
   std::optional<double> time_threshold, hbm_tolerance, accuracy_factor;
   std::optional<std::uint64_t> memory_slack;
 };

@@ -9,6 +9,7 @@
 
 #include "compare_statistics.hpp"
 #include "format.hpp"
+#include "message_text.hpp"
 #include "version.hpp"
 
 namespace attnbench {
@@ -241,7 +242,7 @@ Json tolerances_json(const Tolerances& tolerances) {
 }
 
 Json input_json(const CompareInput& input) {
-  return {{"path", input.path}, {"git_revision", input.git_revision}, {"started_at", input.started_at},
+  return {{"path", escape_invalid_utf8(input.path)}, {"git_revision", input.git_revision}, {"started_at", input.started_at},
           {"records", input.records}};
 }
 
@@ -449,7 +450,7 @@ Json compare_report_json(const CompareReport& report) {
                         {"allow_different_settings", settings.allow_different_settings},
                         {"minimum_time_samples", kMinimumTimeSamples},
                         {"exact_test_max_pairs", MannWhitneyNull::kExactPairsLimit},
-                        {"config", settings.config_path.empty() ? Json(nullptr) : Json(settings.config_path)},
+                        {"config", settings.config_path.empty() ? Json(nullptr) : Json(escape_invalid_utf8(settings.config_path))},
                         {"overrides", overrides}}},
           {"devices", {{"comparable", report.device_differences.empty()}, {"differences", devices}}},
           {"run_settings", {{"comparable", report.setting_differences.empty()}, {"differences", settings_differences}}},

@@ -2,8 +2,11 @@
 // only place that turns errors into exit codes.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace attnbench {
@@ -19,24 +22,49 @@ enum ExitCode : int {
 
 // One problem found in an input file: which file, which key, what is wrong.
 struct Diagnostic {
-  std::string file;  // empty for a problem with the command line itself
-  std::string path;  // key path inside the file ("defaults.head_dim", "cases[2]"); empty for the file
+  std::string file;     // empty for a problem with the command line itself
+  std::string path;     // key path inside the file ("defaults.head_dim", "cases[2]"); empty for the file
   std::string message;
+  std::string context = {};  // where it showed ("in cases[1] x sweep{seqlen=512}"); may be empty
+  std::size_t repeats = 0;  // further places with the same file, path and message
+  // "file: path: message (context and 3 more)"
   std::string format() const {
-    return (file.empty() ? "" : file + ": ") + (path.empty() ? "" : path + ": ") + message;
+    std::string text = (file.empty() ? "" : file + ": ") + (path.empty() ? "" : path + ": ") + message;
+    const std::string more = repeats == 0 ? "" : "and " + std::to_string(repeats) + " more";
+    if (!context.empty()) return text + " (" + context + (more.empty() ? "" : " " + more) + ")";
+    return more.empty() ? text : text + " (" + std::to_string(repeats + 1) + " times)";
   }
 };
 
-// Bad input: every problem found, reported together (exit code 2).
+// Bad input: every problem found, reported together (exit code 2). A problem
+// found in many places (every case of a sweep) is kept once, with the first
+// place and how many more there were.
 class InputError : public std::runtime_error {
  public:
   explicit InputError(std::vector<Diagnostic> diagnostics)
-      : std::runtime_error(join(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+      : InputError(collapse_repeats(std::move(diagnostics)), 0) {}
   explicit InputError(const std::string& message)
       : InputError(std::vector<Diagnostic>{Diagnostic{"", "", message}}) {}
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
 
  private:
+  InputError(std::vector<Diagnostic> collapsed, int)
+      : std::runtime_error(join(collapsed)), diagnostics_(std::move(collapsed)) {}
+
+  static std::vector<Diagnostic> collapse_repeats(std::vector<Diagnostic> diagnostics) {
+    std::vector<Diagnostic> kept;
+    std::map<std::tuple<std::string, std::string, std::string>, std::size_t> position;
+    for (Diagnostic& diagnostic : diagnostics) {
+      const auto found = position.emplace(std::make_tuple(diagnostic.file, diagnostic.path, diagnostic.message),
+                                          kept.size());
+      if (found.second) {
+        kept.push_back(std::move(diagnostic));
+      } else {
+        kept[found.first->second].repeats += diagnostic.repeats + 1;
+      }
+    }
+    return kept;
+  }
   static std::string join(const std::vector<Diagnostic>& diagnostics) {
     std::string text;
     for (const auto& d : diagnostics) {

@@ -10,12 +10,15 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
+
+#include "message_text.hpp"
 
 namespace attnbench {
 namespace {
@@ -27,15 +30,6 @@ using Pointer = Json::json_pointer;
 
 constexpr std::size_t kValueWidth = 40;        // longest rendering of a value
 constexpr std::size_t kDescriptionWidth = 80;  // longest rendering of a schema's description
-
-// Cuts `text` to at most `width` bytes, on a UTF-8 character boundary, marking the cut.
-std::string shorten(std::string text, std::size_t width) {
-  if (text.size() <= width) return text;
-  std::size_t end = width - 3;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  text.resize(end);
-  return text + "...";
-}
 
 // A value in JSON form, shortened: "fp8" (with the quotes), 128, {"a":1}.
 std::string render(const Json& value) {
@@ -111,6 +105,33 @@ bool same_value(const Json& a, const Json& b) {
     return true;
   }
   return a == b;
+}
+
+// A text that two values share exactly when same_value holds for them, so
+// uniqueness is decided by sorting instead of comparing every pair.
+std::string canonical_form(const Json& value) {
+  if (value.is_number()) {
+    const long double x = as_long_double(value);
+    if (x == 0) return "#0";  // 0 and -0.0
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "#%.21Lg", x);  // enough digits to tell any two long doubles apart
+    return buffer;
+  }
+  if (value.is_array()) {
+    std::string form = "[";
+    for (const Json& item : value) form += canonical_form(item) + ",";
+    return form + "]";
+  }
+  if (value.is_object()) {
+    std::map<std::string, std::string> members;
+    for (const auto& member : value.items()) members.emplace(member.key(), canonical_form(member.value()));
+    std::string form = "{";
+    for (const auto& [key, member] : members) {
+      form += Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + ":" + member + ",";
+    }
+    return form + "}";
+  }
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);  // null, booleans, strings: their JSON text
 }
 
 // Same JSON type, counting all numbers as one.
@@ -234,7 +255,12 @@ std::optional<std::string> closest(std::string_view word, const std::vector<std:
   return best;
 }
 
+// Longer words get no suggestion: nothing we accept is that long, and the edit
+// distance costs the product of the lengths.
+constexpr std::size_t kLongestSuggestedWord = 64;
+
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > kLongestSuggestedWord) return "";
   const std::optional<std::string> suggestion = closest(word, candidates);
   return suggestion ? " (did you mean " + render(Json(*suggestion)) + "?)" : "";
 }
@@ -254,8 +280,8 @@ struct Location {
 
   Location member(const std::string& key, std::size_t position) const {
     Location child{path, order};
-    if (!is_plain_key(key)) {
-      child.path += "[" + Json(key).dump(-1, ' ', false, Json::error_handler_t::replace) + "]";
+    if (!is_plain_key(key) || key.size() > kQuoteWidth) {
+      child.path += "[" + quote(key) + "]";
     } else {
       child.path += (path.empty() ? "" : ".") + key;
     }
@@ -392,7 +418,7 @@ const std::map<std::string_view, Kind>& keywords() {
 // Schema locations are JSON pointers ("" for the root, "/properties/a").
 class SchemaCompiler {
  public:
-  SchemaCompiler(const Json& root, std::map<std::string, std::regex>& patterns,
+  SchemaCompiler(const Json& root, std::map<std::string, Regex>& patterns,
                  std::map<std::string, Pointer>& targets)
       : root_(root), patterns_(patterns), targets_(targets) {}
 
@@ -516,9 +542,9 @@ class SchemaCompiler {
   void compile_pattern(const std::string& source, const std::string& at) {
     if (patterns_.contains(source)) return;
     try {
-      patterns_.emplace(source, std::regex(source, std::regex::ECMAScript));
-    } catch (const std::regex_error& error) {
-      fail(at, "invalid regular expression " + render(Json(source)) + ": " + error.what());
+      patterns_.emplace(source, Regex(source));
+    } catch (const RegexError& error) {
+      fail(at, error.what());
     }
   }
 
@@ -558,7 +584,7 @@ class SchemaCompiler {
   enum class Visit { open, done };
 
   const Json& root_;
-  std::map<std::string, std::regex>& patterns_;
+  std::map<std::string, Regex>& patterns_;
   std::map<std::string, Pointer>& targets_;
   std::set<std::string> schemas_;                              // every subschema's location
   std::vector<std::pair<std::string, std::string>> refs_;      // $ref value, location
@@ -590,11 +616,15 @@ std::string unknown_key(const std::string& key, const Json* properties, const Js
 
 class Validator {
  public:
-  Validator(const Json& root, const std::map<std::string, std::regex>& patterns,
+  Validator(const Json& root, const std::map<std::string, Regex>& patterns,
             const std::map<std::string, Pointer>& targets)
       : root_(root), patterns_(patterns), targets_(targets) {}
 
   void check(const Json& schema, const Json& value, const Location& at, Findings& out) const {
+    if (out.size() >= kMaxSchemaErrors) {  // enough to act on; the rest of the document is not walked
+      truncated_ = true;
+      return;
+    }
     if (schema.is_boolean()) {
       if (!schema.get<bool>()) report(out, at, "no value is allowed here");
       return;
@@ -673,7 +703,7 @@ class Validator {
       }
       if (pattern_properties != nullptr) {
         for (const auto& pattern : pattern_properties->items()) {
-          if (std::regex_search(key, patterns_.at(pattern.key()))) {
+          if (patterns_.at(pattern.key()).search(key)) {
             declared = true;
             check(pattern.value(), member.value(), here, out);
           }
@@ -704,13 +734,12 @@ class Validator {
                           std::to_string(array.size()));
     }
     if (const Json* unique = find(schema, "uniqueItems"); unique != nullptr && *unique == true) {
-      for (std::size_t j = 1; j < array.size(); ++j) {
-        for (std::size_t i = 0; i < j; ++i) {
-          if (same_value(array[i], array[j])) {
-            report(out, at, "items must be unique, but [" + std::to_string(i) + "] and [" + std::to_string(j) +
-                                "] are equal (" + render(array[j]) + ")");
-            break;
-          }
+      std::map<std::string, std::size_t> first_of;  // canonical form -> first index with it
+      for (std::size_t j = 0; j < array.size(); ++j) {
+        const auto [first, inserted] = first_of.emplace(canonical_form(array[j]), j);
+        if (!inserted) {
+          report(out, at, "items must be unique, but [" + std::to_string(first->second) + "] and [" +
+                              std::to_string(j) + "] are equal (" + render(array[j]) + ")");
         }
       }
     }
@@ -759,14 +788,11 @@ class Validator {
     if (const Json* max = find(schema, "maxLength"); max != nullptr && length > count_limit(*max)) {
       report(out, at, "must have at most " + count_of(count_limit(*max), "character") + ", got " +
                           std::to_string(length));
-      // Already invalid: the pattern is not searched, since std::regex recurses
-      // once per character and a huge string would exhaust the stack.
-      return;
     }
     if (const Json* pattern = find(schema, "pattern")) {
       const std::string& source = pattern->get_ref<const std::string&>();
-      if (!std::regex_search(text, patterns_.at(source))) {
-        report(out, at, render(string) + " does not match the pattern " + source);
+      if (!patterns_.at(source).search(text)) {
+        report(out, at, render(string) + " does not match the pattern " + shorten(source, kQuoteWidth));
       }
     }
   }
@@ -857,8 +883,12 @@ class Validator {
   }
 
   const Json& root_;
-  const std::map<std::string, std::regex>& patterns_;
+  const std::map<std::string, Regex>& patterns_;
   const std::map<std::string, Pointer>& targets_;
+  mutable bool truncated_ = false;
+
+ public:
+  bool truncated() const { return truncated_; }
 };
 
 }  // namespace
@@ -873,13 +903,18 @@ JsonSchema::JsonSchema(nlohmann::ordered_json schema) : schema_(std::move(schema
 
 std::vector<SchemaError> JsonSchema::validate(const nlohmann::ordered_json& document) const {
   Findings findings;
-  Validator(schema_, patterns_, targets_).check(schema_, document, Location{}, findings);
+  const Validator validator(schema_, patterns_, targets_);
+  validator.check(schema_, document, Location{}, findings);
   std::stable_sort(findings.begin(), findings.end(),
                    [](const Finding& a, const Finding& b) { return a.order < b.order; });
   std::vector<SchemaError> errors;
   std::set<std::pair<std::string, std::string>> seen;
   for (Finding& finding : findings) {
     if (seen.emplace(finding.error.path, finding.error.message).second) errors.push_back(std::move(finding.error));
+  }
+  if (validator.truncated()) {
+    errors.insert(errors.begin(), SchemaError{"", "has more problems than the " + std::to_string(kMaxSchemaErrors) +
+                                                      " below; the rest of the document was not checked"});
   }
   return errors;
 }

@@ -15,25 +15,30 @@
 //     required, minProperties, maxProperties
 //   arrays: prefixItems, items, minItems, maxItems, uniqueItems
 //   numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf
-//   strings: minLength, maxLength (in code points), pattern (ECMAScript, search)
+//   strings: minLength, maxLength (in code points), pattern (ECMAScript syntax,
+//     searched in linear time by RE2: regex.hpp)
 // The constructor rejects any other keyword, a malformed keyword value, a $ref
 // that does not resolve to a subschema and a $ref cycle that never descends into
 // the document, so a schema can never hold a constraint that is silently ignored.
 #pragma once
 
+#include <cstddef>
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "regex.hpp"
+
 namespace attnbench {
+
+inline constexpr std::size_t kMaxSchemaErrors = 1000;
 
 struct SchemaError {
   // "" for the document root; keys joined with '.', array indices as [n]
-  // ("cases[1].mask.window"); a key that is not plain ([A-Za-z0-9_$-]+) is
-  // written as ["key"] with JSON escapes.
+  // ("cases[1].mask.window"); a key that is not plain ([A-Za-z0-9_$-]+) or is
+  // longer than kQuoteWidth is written as ["key"] with JSON escapes, shortened.
   std::string path;
   std::string message;  // without the path
 
@@ -51,11 +56,14 @@ class JsonSchema {
 
   // Every violation, in document order (an object's own errors before those of
   // its members), each path and message at most once. Empty when it is valid.
+  // A document with more than kMaxSchemaErrors gets the first ones found,
+  // after an error at the root saying the rest was not checked, so validating
+  // a huge broken document costs no more than a few thousand messages.
   std::vector<SchemaError> validate(const nlohmann::ordered_json& document) const;
 
  private:
   nlohmann::ordered_json schema_;
-  std::map<std::string, std::regex> patterns_;                          // by source text
+  std::map<std::string, Regex> patterns_;                                // by source text
   std::map<std::string, nlohmann::ordered_json::json_pointer> targets_;  // by $ref value
 };
 

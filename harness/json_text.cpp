@@ -1,11 +1,15 @@
 #include "json_text.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "user_paths.hpp"
 
 namespace attnbench {
 namespace {
@@ -109,20 +113,43 @@ Json parse_json_document(const std::string& text, const std::string& file,
 }
 
 bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    diagnostics.push_back({path, "", "is a directory, not a file"});
+  const auto refuse = [&](const std::string& why) {
+    diagnostics.push_back({path, "", why});
     return false;
+  };
+  if (const std::string problem = path_name_problem(path); !problem.empty()) return refuse(problem);
+  // Non-blocking, so opening a FIFO does not wait for a writer; fstat then
+  // judges what was opened, not what the name pointed to a moment earlier.
+  const int descriptor = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (descriptor < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
+  struct Closer {
+    int descriptor;
+    ~Closer() { close(descriptor); }
+  } closer{descriptor};
+  struct stat status {};
+  if (fstat(descriptor, &status) != 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
+  if (S_ISDIR(status.st_mode)) return refuse("is a directory, not a file");
+  if (!S_ISREG(status.st_mode)) {
+    return refuse(std::string("is not a regular file (") +
+                  (S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket" : "a device") +
+                  "); give the path of a file");
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    diagnostics.push_back({path, "", std::string("cannot read the file: ") + std::strerror(errno)});
-    return false;
+  const auto too_large = [&] {
+    return refuse("is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
+                  " MiB, the most an input file may hold");
+  };
+  if (static_cast<std::uint64_t>(status.st_size) > kMaxInputFileBytes) return too_large();
+  text.clear();
+  text.reserve(static_cast<std::size_t>(status.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t count = read(descriptor, buffer, sizeof buffer);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
+    if (count == 0) return true;
+    if (text.size() + static_cast<std::size_t>(count) > kMaxInputFileBytes) return too_large();  // it grew
+    text.append(buffer, static_cast<std::size_t>(count));
   }
-  std::ostringstream content;
-  content << file.rdbuf();
-  text = content.str();
-  return true;
 }
 
 }  // namespace attnbench

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "file_lock.hpp"
+#include "message_text.hpp"
 #include "results.hpp"
 #include "results_journal.hpp"
 #include "run_identity.hpp"
@@ -270,7 +271,7 @@ void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnos
 
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
-  return Json{{"path", input.path},
+  return Json{{"path", escape_invalid_utf8(input.path)},
               {"shard", document["shard"]},
               {"complete", document["complete"]},
               {"started_at", document["started_at"]},

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <cmath>
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
 
 #include "../kernels/common/philox.hpp"
+#include "mask_sums.hpp"
 
 namespace attnbench {
 
@@ -43,77 +44,148 @@ DropoutRng dropout_rng(const Problem& problem) {
                           static_cast<std::uint32_t>(problem.heads));
 }
 
-void resolve_lengths(Problem& problem) {
-  if (problem.batch < 1) return;  // check_problem reports it
-  const auto batch = static_cast<std::size_t>(problem.batch);
-  switch (problem.padding.kind) {
-    case PaddingSpec::Kind::none:
-      problem.lengths_q.assign(batch, problem.seqlen_q);
-      problem.lengths_k.assign(batch, problem.seqlen_k);
-      return;
-    case PaddingSpec::Kind::explicit_lengths:
-      return;  // given by the scenario; check_problem verifies them
-    case PaddingSpec::Kind::random: {
-      if (problem.padding.shortfall_min < 0 ||
-          problem.padding.shortfall_max < problem.padding.shortfall_min) {
-        return;  // check_problem reports it
-      }
-      problem.lengths_q.resize(batch);
-      problem.lengths_k.resize(batch);
-      const auto seed = problem.padding.seed;
-      const std::uint64_t span =
-          static_cast<std::uint64_t>(problem.padding.shortfall_max - problem.padding.shortfall_min) +
-          1;
-      for (std::size_t b = 0; b < batch; ++b) {
-        const PhiloxBlock draw =
-            philox4x32_10(PhiloxBlock{{static_cast<std::uint32_t>(b), 0, 0, 0}},
-                          static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-        const auto shortfall =
-            problem.padding.shortfall_min + static_cast<std::int64_t>(draw.word[0] % span);
-        problem.lengths_q[b] = std::max<std::int64_t>(0, problem.seqlen_q - shortfall);
-        problem.lengths_k[b] = std::max<std::int64_t>(0, problem.seqlen_k - shortfall);
-      }
-      return;
-    }
+namespace {
+
+// Kind::random: the shortfall u of batch element b, uniform in [min, max].
+std::int64_t random_shortfall(const PaddingSpec& padding, std::int64_t b) {
+  const std::uint64_t span = static_cast<std::uint64_t>(padding.shortfall_max - padding.shortfall_min) + 1;
+  const PhiloxBlock draw = philox4x32_10(PhiloxBlock{{static_cast<std::uint32_t>(b), 0, 0, 0}},
+                                         static_cast<std::uint32_t>(padding.seed),
+                                         static_cast<std::uint32_t>(padding.seed >> 32));
+  return padding.shortfall_min + static_cast<std::int64_t>(draw.word[0] % span);
+}
+
+bool random_padding_valid(const PaddingSpec& padding) {
+  return 0 <= padding.shortfall_min && padding.shortfall_min <= padding.shortfall_max;
+}
+
+}  // namespace
+
+std::int64_t Problem::length_q(std::int64_t b) const {
+  if (!lengths_q.empty()) return lengths_q[static_cast<std::size_t>(b)];
+  if (padding.kind == PaddingSpec::Kind::random && random_padding_valid(padding)) {
+    return std::max<std::int64_t>(0, seqlen_q - random_shortfall(padding, b));
   }
+  return seqlen_q;
+}
+
+std::int64_t Problem::length_k(std::int64_t b) const {
+  if (!lengths_k.empty()) return lengths_k[static_cast<std::size_t>(b)];
+  if (padding.kind == PaddingSpec::Kind::random && random_padding_valid(padding)) {
+    return std::max<std::int64_t>(0, seqlen_k - random_shortfall(padding, b));
+  }
+  return seqlen_k;
+}
+
+void resolve_lengths(Problem& problem) {
+  if (problem.batch < 1 || problem.padding.kind == PaddingSpec::Kind::explicit_lengths) return;
+  const auto batch = static_cast<std::size_t>(problem.batch);
+  std::vector<std::int64_t> lengths_q(batch), lengths_k(batch);
+  problem.lengths_q.clear();
+  problem.lengths_k.clear();
+  for (std::size_t b = 0; b < batch; ++b) {
+    lengths_q[b] = problem.length_q(static_cast<std::int64_t>(b));
+    lengths_k[b] = problem.length_k(static_cast<std::int64_t>(b));
+  }
+  problem.lengths_q = std::move(lengths_q);
+  problem.lengths_k = std::move(lengths_k);
+}
+
+std::vector<LengthGroup> length_groups(const Problem& p) {
+  if (p.batch < 1) return {};
+  const bool uniform = p.lengths_q.empty() && p.lengths_k.empty() && p.padding.kind != PaddingSpec::Kind::random;
+  if (uniform) return {LengthGroup{p.seqlen_q, p.seqlen_k, p.batch}};
+  std::vector<std::pair<std::int64_t, std::int64_t>> lengths(static_cast<std::size_t>(p.batch));
+  for (std::int64_t b = 0; b < p.batch; ++b) lengths[static_cast<std::size_t>(b)] = {p.length_q(b), p.length_k(b)};
+  std::sort(lengths.begin(), lengths.end());
+  std::vector<LengthGroup> groups;
+  for (const auto& [length_q, length_k] : lengths) {
+    if (groups.empty() || groups.back().length_q != length_q || groups.back().length_k != length_k) {
+      groups.push_back(LengthGroup{length_q, length_k, 0});
+    }
+    ++groups.back().count;
+  }
+  return groups;
 }
 
 namespace {
 
-// Tensors larger than this many elements cannot be indexed safely or allocated
-// on any machine we target; they are refused as impossible rather than attempted.
-constexpr double kMaxTensorElements = 1125899906842624.0;  // 2^50
+__extension__ using WideCount = unsigned __int128;  // exact products of the documented limits (< 2^84)
+
+std::string decimal(WideCount value) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(value % 10)));
+    value /= 10;
+  } while (value != 0);
+  return digits;
+}
+
+// "1125899906842624 (2^50)"; the power only when the value is one.
+std::string count_text(WideCount value) {
+  std::string text = decimal(value);
+  if (value != 0 && (value & (value - 1)) == 0) {
+    int exponent = 0;
+    while ((value >>= 1) != 0) ++exponent;
+    text += " (2^" + std::to_string(exponent) + ")";
+  }
+  return text;
+}
+
+WideCount product(std::initializer_list<std::int64_t> factors) {
+  WideCount result = 1;
+  for (const std::int64_t factor : factors) result *= static_cast<WideCount>(factor);
+  return result;
+}
 
 }  // namespace
 
 std::vector<ProblemIssue> check_problem(const Problem& p) {
   std::vector<ProblemIssue> issues;
-  auto require_positive = [&](const char* key, std::int64_t value) {
-    if (value < 1) issues.push_back({key, "must be at least 1, got " + std::to_string(value)});
+  const auto require_range = [&](const char* key, std::int64_t value, std::int64_t limit) {
+    if (value < 1) {
+      issues.push_back({key, "must be at least 1, got " + std::to_string(value)});
+    } else if (value > limit) {
+      issues.push_back({key, "must be at most " + count_text(static_cast<WideCount>(limit)) + ", got " +
+                                 std::to_string(value)});
+    }
   };
-  require_positive("batch", p.batch);
-  require_positive("heads", p.heads);
-  require_positive("kv_heads", p.kv_heads);
-  require_positive("seqlen_q", p.seqlen_q);
-  require_positive("seqlen_k", p.seqlen_k);
-  require_positive("head_dim", p.head_dim);
+  require_range("batch", p.batch, kMaxBatch);
+  require_range("heads", p.heads, kMaxHeads);
+  require_range("kv_heads", p.kv_heads, kMaxHeads);
+  require_range("seqlen_q", p.seqlen_q, kMaxSeqlen);
+  require_range("seqlen_k", p.seqlen_k, kMaxSeqlen);
+  require_range("head_dim", p.head_dim, kMaxHeadDim);
+  if (p.tile.block_q < 0 || p.tile.block_k < 0) {
+    issues.push_back({"tile", "block sizes must be positive (or 0 for the default)"});
+  } else if (p.tile.block_q > kMaxBlock || p.tile.block_k > kMaxBlock) {
+    issues.push_back({"tile", "block sizes must be at most " + count_text(kMaxBlock)});
+  }
   if (!issues.empty()) return issues;
 
   if (p.heads % p.kv_heads != 0) {
     issues.push_back({"kv_heads", "must divide heads (" + std::to_string(p.heads) + "), got " +
                                       std::to_string(p.kv_heads)});
   }
-  const double q_count = static_cast<double>(p.batch) * static_cast<double>(p.seqlen_q) *
-                         static_cast<double>(p.heads) * static_cast<double>(p.head_dim);
-  const double kv_count = static_cast<double>(p.batch) * static_cast<double>(p.seqlen_k) *
-                          static_cast<double>(p.kv_heads) * static_cast<double>(p.head_dim);
-  const double score_count = static_cast<double>(p.batch) * static_cast<double>(p.heads) *
-                             static_cast<double>(p.seqlen_q) * static_cast<double>(p.seqlen_k);
-  if (q_count > kMaxTensorElements || kv_count > kMaxTensorElements ||
-      score_count > kMaxTensorElements * 1024.0) {
-    issues.push_back({"batch", "the problem is impossibly large (Q has " +
-                                   std::to_string(q_count) + " elements, K " +
-                                   std::to_string(kv_count) + "; at most 2^50 are allowed)"});
+  const struct {
+    const char* what;
+    WideCount count;
+    int limit_log2;
+  } sizes[] = {
+      {"Q and O (batch x seqlen_q x heads x head_dim)", product({p.batch, p.seqlen_q, p.heads, p.head_dim}),
+       kMaxTensorElementsLog2},
+      {"K and V (batch x seqlen_k x kv_heads x head_dim)", product({p.batch, p.seqlen_k, p.kv_heads, p.head_dim}),
+       kMaxTensorElementsLog2},
+      {"the score matrices (batch x heads x seqlen_q x seqlen_k)", product({p.batch, p.heads, p.seqlen_q, p.seqlen_k}),
+       kMaxScoreElementsLog2},
+  };
+  for (const auto& size : sizes) {
+    const WideCount limit = WideCount{1} << size.limit_log2;
+    if (size.count > limit) {
+      issues.push_back({"batch", std::string("the problem is impossibly large: ") + size.what + " would hold " +
+                                     count_text(size.count) + " elements, more than the " + count_text(limit) +
+                                     " allowed"});
+    }
   }
   if (!(p.dropout.probability >= 0.0 && p.dropout.probability < 1.0)) {
     issues.push_back({"dropout", "probability must be in [0, 1), got " +
@@ -140,29 +212,30 @@ std::vector<ProblemIssue> check_problem(const Problem& p) {
   } else if (std::abs(p.softmax_scale()) * largest_input * largest_input * static_cast<double>(p.head_dim) > 1e37) {
     issues.push_back({"input", "scores (scale x |q| x |k| x head_dim) would overflow fp32"});
   }
-  if (p.padding.kind == PaddingSpec::Kind::random &&
-      !(0 <= p.padding.shortfall_min && p.padding.shortfall_min <= p.padding.shortfall_max)) {
+  if (p.padding.kind == PaddingSpec::Kind::random && !random_padding_valid(p.padding)) {
     issues.push_back({"padding.shortfall", "needs 0 <= min <= max"});
   }
-  auto check_lengths = [&](const char* key, const std::vector<std::int64_t>& lengths,
-                           std::int64_t full) {
+  // Explicit lengths: one per batch element, each within its side's length;
+  // the first one out of range is named, with how many others are.
+  const auto check_lengths = [&](const char* key, const std::vector<std::int64_t>& lengths, std::int64_t full) {
     if (static_cast<std::int64_t>(lengths.size()) != p.batch) {
-      issues.push_back({key, "needs one length per batch element (" + std::to_string(p.batch) +
-                                 "), got " + std::to_string(lengths.size())});
+      issues.push_back({key, "needs one length per batch element (" + std::to_string(p.batch) + "), got " +
+                                 std::to_string(lengths.size())});
       return;
     }
+    std::size_t first_bad = lengths.size(), bad = 0;
     for (std::size_t b = 0; b < lengths.size(); ++b) {
-      if (lengths[b] < 0 || lengths[b] > full) {
-        issues.push_back({std::string(key) + "[" + std::to_string(b) + "]",
-                          "must be in [0, " + std::to_string(full) + "], got " +
-                              std::to_string(lengths[b])});
-      }
+      if (lengths[b] >= 0 && lengths[b] <= full) continue;
+      if (bad++ == 0) first_bad = b;
     }
+    if (bad == 0) return;
+    issues.push_back({std::string(key) + "[" + std::to_string(first_bad) + "]",
+                      "must be in [0, " + std::to_string(full) + "], got " + std::to_string(lengths[first_bad]) +
+                          (bad > 1 ? " (and " + std::to_string(bad - 1) + " more lengths out of range)" : "")});
   };
-  check_lengths("padding.lengths_q", p.lengths_q, p.seqlen_q);
-  check_lengths("padding.lengths_k", p.lengths_k, p.seqlen_k);
-  if (p.tile.block_q < 0 || p.tile.block_k < 0) {
-    issues.push_back({"tile", "block sizes must be positive (or 0 for the default)"});
+  if (p.padding.kind == PaddingSpec::Kind::explicit_lengths || !p.lengths_q.empty() || !p.lengths_k.empty()) {
+    check_lengths("padding.lengths_q", p.lengths_q, p.seqlen_q);
+    check_lengths("padding.lengths_k", p.lengths_k, p.seqlen_k);
   }
   return issues;
 }
@@ -188,19 +261,9 @@ TensorStrides kv_strides(const Problem& p) {
 }
 
 std::int64_t visible_pairs(const Problem& p) {
-  // Batch elements with the same valid lengths see the same pairs: count each
-  // distinct (Lq, Lk) once, so the cost is O(distinct lengths x Nq), not O(B x Nq).
-  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> per_lengths;
   std::int64_t pairs = 0;
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    const auto lengths = std::make_pair(p.length_q(b), p.length_k(b));
-    auto [entry, inserted] = per_lengths.emplace(lengths, 0);
-    if (inserted) {
-      for (std::int64_t i = 0; i < lengths.first; ++i) {
-        entry->second += visible_keys(p.mask, i, lengths.first, lengths.second).size();
-      }
-    }
-    pairs += entry->second;
+  for (const LengthGroup& group : length_groups(p)) {
+    pairs += group.count * visible_pair_count(p.mask, group.length_q, group.length_k);
   }
   return pairs * p.heads;
 }

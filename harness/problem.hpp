@@ -42,8 +42,8 @@ struct InputSpec {
   std::uint64_t seed = 0;
 };
 
-// Where the valid lengths came from; the lengths themselves are always resolved
-// into Problem::lengths_q / lengths_k.
+// Where the valid lengths came from: none (every batch element has the full
+// lengths), a list per side, or a seeded draw per batch element.
 struct PaddingSpec {
   enum class Kind { none, explicit_lengths, random };
   Kind kind = Kind::none;
@@ -62,6 +62,16 @@ struct TileHint {
   std::int64_t block_k = 0;
 };
 
+// The documented limits of a problem's sizes (docs/scenarios.md), checked by
+// check_problem before anything is allocated or iterated.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxHeads = std::int64_t{1} << 16;  // heads and kv_heads
+inline constexpr std::int64_t kMaxSeqlen = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxHeadDim = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxBlock = std::int64_t{1} << 16;  // block_q, block_k
+inline constexpr int kMaxTensorElementsLog2 = 50;                 // Q, K, V, O and their gradients, each
+inline constexpr int kMaxScoreElementsLog2 = 60;                  // the score matrices of all (batch, head)
+
 struct Problem {
   std::int64_t batch = 1;
   std::int64_t heads = 1;
@@ -73,8 +83,12 @@ struct Problem {
   Layout layout = Layout::bshd;
   MaskSpec mask;
   PaddingSpec padding;
-  std::vector<std::int64_t> lengths_q;  // valid query length per batch element
-  std::vector<std::int64_t> lengths_k;  // valid key length per batch element
+  // Valid lengths per batch element: the explicit lists as given, or every
+  // element's once resolve_lengths() has filled them; otherwise empty, and
+  // length_q / length_k derive them from `padding`, so a scenario of large
+  // batches holds no per-element arrays.
+  std::vector<std::int64_t> lengths_q;
+  std::vector<std::int64_t> lengths_k;
   DropoutSpec dropout;
   std::optional<double> scale;  // softmax scale; default 1/sqrt(head_dim)
   Direction direction = Direction::fwd;
@@ -84,17 +98,31 @@ struct Problem {
   double softmax_scale() const;
   std::int64_t head_group() const { return heads / kv_heads; }  // query heads per kv head
   std::int64_t kv_head_of(std::int64_t head) const { return head / head_group(); }
-  std::int64_t length_q(std::int64_t b) const { return lengths_q[static_cast<std::size_t>(b)]; }
-  std::int64_t length_k(std::int64_t b) const { return lengths_k[static_cast<std::size_t>(b)]; }
+  std::int64_t length_q(std::int64_t b) const;  // valid query length of batch element b
+  std::int64_t length_k(std::int64_t b) const;  // valid key length of batch element b
 };
 
 // The dropout RNG contract (DESIGN §2) instantiated for this problem.
 DropoutRng dropout_rng(const Problem& problem);
 
-// Fills lengths_q / lengths_k from the padding spec (full lengths without padding).
+// Fills lengths_q / lengths_k for every batch element from the padding spec
+// (full lengths without padding; explicit lists are kept), for code that needs
+// the arrays themselves, such as an upload to a device. A case about to run is
+// resolved (CaseData); scenarios keep their cases unresolved.
 void resolve_lengths(Problem& problem);
 
-// Problems found invalid, as (key, message) pairs; empty when the problem is valid.
+// Batch elements that share valid lengths: one entry per distinct (Lq, Lk),
+// in increasing order, with how many elements have it. One entry without padding.
+struct LengthGroup {
+  std::int64_t length_q = 0;
+  std::int64_t length_k = 0;
+  std::int64_t count = 0;
+};
+std::vector<LengthGroup> length_groups(const Problem& problem);
+
+// Problems found invalid, as (key, message) pairs; empty when the problem is
+// valid. The documented limits of every size are checked first, and nothing
+// proportional to the batch is iterated or allocated unless they hold.
 struct ProblemIssue {
   std::string key;
   std::string message;
@@ -128,7 +156,8 @@ inline std::int64_t lse_index(const Problem& p, std::int64_t b, std::int64_t h, 
 
 // ---- FLOPs (DESIGN §2: count visible pairs exactly) ---------------------------
 
-// Number of visible (i, j) pairs over every batch element and query head.
+// Number of visible (i, j) pairs over every batch element and query head, in
+// O(1) per distinct pair of valid lengths (mask_sums.hpp).
 std::int64_t visible_pairs(const Problem& p);
 struct FlopCount {
   double forward = 0;   // 4 * d * pairs

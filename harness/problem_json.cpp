@@ -19,8 +19,16 @@ Json problem_to_json(const Problem& p) {
                      {"seed", p.padding.seed}};
       break;
   }
-  padding["lengths_q"] = p.lengths_q;
-  padding["lengths_k"] = p.lengths_k;
+  // Every element's lengths when they differ from the full ones; none without padding.
+  if (p.padding.kind != PaddingSpec::Kind::none) {
+    Json lengths_q = Json::array(), lengths_k = Json::array();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      lengths_q.push_back(p.length_q(b));
+      lengths_k.push_back(p.length_k(b));
+    }
+    padding["lengths_q"] = std::move(lengths_q);
+    padding["lengths_k"] = std::move(lengths_k);
+  }
 
   Json window = nullptr;
   if (p.mask.window_left >= 0 || p.mask.window_right >= 0) {

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "message_text.hpp"
 #include "results.hpp"
 #include "runner.hpp"
 
@@ -396,7 +397,7 @@ Table new_table(const std::string& kind, const std::string& title, const MergedR
   for (const ResultsSource& source : results.sources()) {
     Json devices = Json::array();
     for (const Json& device : source.document["devices"]) devices.push_back(device["name"]);
-    sources.push_back(Json{{"path", source.path},
+    sources.push_back(Json{{"path", escape_invalid_utf8(source.path)},
                            {"complete", source.document["complete"]},
                            {"tool", source.document["tool"]},
                            {"devices", devices}});

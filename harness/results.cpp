@@ -18,6 +18,7 @@
 #include "host_info.hpp"
 #include "json_schema.hpp"
 #include "json_text.hpp"
+#include "message_text.hpp"
 #include "version.hpp"
 
 namespace attnbench {
@@ -120,6 +121,16 @@ void sort_records(Json& records, const Json& scenarios) {
   records = Json::array();
   for (Json& record : ordered) records.push_back(std::move(record));
 }
+namespace {
+
+// The command line as recorded: arguments are bytes, JSON strings are UTF-8.
+Json escaped_arguments(const std::vector<std::string>& command_line) {
+  Json arguments = Json::array();
+  for (const std::string& argument : command_line) arguments.push_back(escape_invalid_utf8(argument));
+  return arguments;
+}
+
+}  // namespace
 
 ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, int threads) {
   const HostInfo host = read_host_info();
@@ -130,7 +141,7 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                              {"build_type", build_type()},
                              {"compiler", compiler_id()},
                              {"cuda_built", cuda_built()}}},
-                   {"command_line", command_line},
+                   {"command_line", escaped_arguments(command_line)},
                    {"started_at", utc_timestamp()},
                    {"finished_at", nullptr},
                    {"complete", false},
@@ -164,14 +175,21 @@ Json load_results_file(const std::string& path) {
   std::vector<Diagnostic> diagnostics;
   std::string text;
   if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
-  Json saved = parse_json_document(text, path, diagnostics);
+  return parse_results_text(text, path);
+}
+
+Json parse_results_text(const std::string& text, const std::string& file) {
+  std::vector<Diagnostic> diagnostics;
+  Json saved = parse_json_document(text, file, diagnostics);
   if (!diagnostics.empty()) throw InputError(diagnostics);
-  if (!saved.is_object() || saved.value("schema", "") != kResultsSchemaId) {
-    throw InputError({Diagnostic{path, "schema", std::string("not an attnbench results file (expected schema \"") +
+  const bool claims_schema = saved.is_object() && saved.contains("schema") && saved["schema"].is_string() &&
+                             saved["schema"].get_ref<const std::string&>() == kResultsSchemaId;
+  if (!claims_schema) {
+    throw InputError({Diagnostic{file, "schema", std::string("not an attnbench results file (expected schema \"") +
                                                     kResultsSchemaId + "\")"}});
   }
   static const JsonSchema schema(results_schema());
-  for (const auto& problem : schema.validate(saved)) diagnostics.push_back({path, problem.path, problem.message});
+  for (const auto& problem : schema.validate(saved)) diagnostics.push_back({file, problem.path, problem.message});
   if (!diagnostics.empty()) throw InputError(diagnostics);
   return saved;
 }

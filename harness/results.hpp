@@ -34,7 +34,12 @@ nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
 
 // Reads a results file and checks it against the results schema; throws
 // InputError naming the file and every problem when it is not a valid one.
+// Every reader (compare, report, merge, run --resume, run -o over an existing
+// file) goes through it, so what they read has the schema's shape.
 nlohmann::ordered_json load_results_file(const std::string& path);
+
+// The same checks on a document's text; `file` names it in the diagnostics.
+nlohmann::ordered_json parse_results_text(const std::string& text, const std::string& file);
 
 // Whether two paths name the same file, existing or not ("a.json" and
 // "./a.json"); outputs are checked against inputs with it before any write.

@@ -8,8 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <set>
 #include <thread>
 
 #include "accuracy.hpp"
@@ -22,6 +20,7 @@
 #include "interruption.hpp"
 #include "json_text.hpp"
 #include "measure.hpp"
+#include "message_text.hpp"
 #include "npy.hpp"
 #include "problem_json.hpp"
 #include "profiler.hpp"
@@ -59,7 +58,7 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
     if (!implementation) {
       std::string known;
       for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
-      unknown.push_back({requested_by, "", "unknown implementation \"" + name + "\"; known: " + known});
+      unknown.push_back({requested_by, "", "unknown implementation " + quote(name) + "; known: " + known});
       continue;
     }
     selected.push_back(implementation);
@@ -618,7 +617,7 @@ Json scenarios_json(const std::vector<PlannedScenario>& plan) {
   for (const PlannedScenario& planned : plan) {
     Json names = Json::array();
     for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
-    scenarios.push_back(Json{{"path", planned.scenario->path},
+    scenarios.push_back(Json{{"path", escape_invalid_utf8(planned.scenario->path)},
                              {"name", planned.scenario->name},
                              {"description", planned.scenario->description},
                              {"source", planned.scenario->source},
@@ -696,17 +695,19 @@ EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& out
 
 }  // namespace
 
+std::optional<Regex> case_filter(const std::string& pattern) {
+  if (pattern.empty()) return std::nullopt;
+  try {
+    return Regex(pattern);
+  } catch (const RegexError& error) {
+    throw InputError(std::string("--filter: ") + error.what());
+  }
+}
+
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
   const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
-  std::optional<std::regex> filter;
-  if (!options.filter.empty()) {
-    try {
-      filter.emplace(options.filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
-    }
-  }
+  const std::optional<Regex> filter = case_filter(options.filter);
   const CpuAvailability cpus = available_cpus();
   const int threads = options.threads > 0 ? options.threads : cpus.count;
   const Json profile{{"enabled", options.profile}, {"per_kernel", options.profile_kernels}};
@@ -721,12 +722,12 @@ int run_scenarios(const RunOptions& options) {
     planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
                                        threads, profile);
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
-      if (!filter || std::regex_search(scenario.name + "/" + scenario.cases[i].key, *filter)) planned.cases.push_back(i);
+      if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
     }
     total_cases += planned.cases.size();
     plan.push_back(std::move(planned));
   }
-  if (total_cases == 0) throw InputError("--filter \"" + options.filter + "\" matches no case");
+  if (total_cases == 0) throw InputError("--filter " + quote(options.filter) + " matches no case");
   if (options.shard) total_cases = keep_shard(plan, *options.shard);
   if (options.resume && options.output_path.empty()) {
     throw InputError("--resume needs -o FILE naming the results file to continue");

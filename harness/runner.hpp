@@ -13,6 +13,7 @@
 
 #include "implementation.hpp"
 #include "measure.hpp"
+#include "regex.hpp"
 #include "scenario.hpp"
 #include "shard.hpp"
 
@@ -22,7 +23,7 @@ struct RunOptions {
   std::vector<std::string> scenario_paths;
   std::string output_path;                   // empty: results/<scenario>-<time>.json
   std::vector<std::string> implementations;  // --impl; overrides the scenarios' lists
-  std::string filter;                        // ECMAScript regex searched in "<scenario>/<case key>"
+  std::string filter;                        // regex (regex.hpp) searched in "<scenario>/<case key>"
   int threads = 0;                           // 0: the CPUs this process can use (available_cpus())
   MeasurementOverrides measurement;          // --min-samples, --hot, … override the scenarios' settings
   std::string dump_dir;                      // --dump
@@ -41,6 +42,10 @@ struct RunOptions {
 // unknown name and EnvironmentError for one this machine cannot run.
 std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
                                                     const std::string& requested_by);
+
+// The --filter pattern, compiled; nullopt when it is empty. Throws InputError
+// naming the flag when the pattern is malformed or one RE2 cannot express.
+std::optional<Regex> case_filter(const std::string& pattern);
 
 // Runs and returns the exit code (0, or 1 when any record failed); throws
 // InputError / EnvironmentError before writing anything when the request is

@@ -10,6 +10,7 @@
 #include "implementation.hpp"
 #include "json_schema.hpp"
 #include "json_text.hpp"
+#include "message_text.hpp"
 
 namespace attnbench {
 namespace {
@@ -131,6 +132,7 @@ class ScenarioParser {
     }
 
     std::map<std::string, std::string> seen_keys;  // case key -> origin
+    std::size_t explicit_lengths = 0;              // over the cases expanded so far
     for (const auto& [base, base_path] : bases) {
       std::vector<std::size_t> index(axes.size(), 0);
       for (;;) {
@@ -142,18 +144,27 @@ class ScenarioParser {
         for (std::size_t a = 0; a < axes.size(); ++a) {
           const Json& value = (*axes[a].values)[index[a]];
           merged.set(axes[a].key, value, "sweep." + axes[a].key + "[" + std::to_string(index[a]) + "]");
-          point += (point.empty() ? "" : ", ") + axes[a].key + "=" + value.dump();
+          point += (point.empty() ? "" : ", ") + axes[a].key + "=" + shorten(value.dump(), kLabelValueWidth);
         }
         if (!point.empty()) label += (label.empty() ? "" : " x ") + std::string("sweep{") + point + "}";
         if (label.empty()) label = "defaults";
 
+        explicit_lengths += explicit_length_count(merged.values);
+        if (explicit_lengths > kMaxExplicitLengths) {
+          error(merged.path_of("padding", label),
+                "the expanded cases hold more than " + std::to_string(kMaxExplicitLengths) +
+                    " explicit padding lengths in all; use random padding (\"shortfall\") for large batches, "
+                    "or fewer cases",
+                "at " + label);
+          return scenario;
+        }
         ScenarioCase scenario_case;
         if (build_problem(merged, label, scenario_case.problem)) {
           scenario_case.key = case_key(scenario_case.problem);
           scenario_case.origin = label;
           const auto [existing, inserted] = seen_keys.emplace(scenario_case.key, label);
           if (!inserted) {
-            error(label, "describes the same case as " + existing->second + "; remove one");
+            error(label, "describes the same case as " + existing->second + "; remove one", "");
           } else {
             scenario.cases.push_back(std::move(scenario_case));
           }
@@ -185,9 +196,27 @@ class ScenarioParser {
 
  private:
   static constexpr int kMaxCases = 100000;
+  // Explicit padding lengths over all expanded cases (docs/scenarios.md): each
+  // case holds its own list, so a sweep multiplies them.
+  static constexpr std::size_t kMaxExplicitLengths = std::size_t{1} << 20;
+  // The most characters of one sweep value in a case's origin.
+  static constexpr std::size_t kLabelValueWidth = 40;
 
-  void error(const std::string& path, const std::string& message) {
-    diagnostics_.push_back({file_, path, message});
+  // `context` says which case showed the problem ("in cases[1] x sweep{…}").
+  void error(const std::string& path, const std::string& message, const std::string& context = "") {
+    diagnostics_.push_back({file_, path, message, context});
+  }
+
+  // Entries of the explicit padding lists a merged problem holds.
+  static std::size_t explicit_length_count(const Json& values) {
+    const auto padding = values.find("padding");
+    if (padding == values.end() || !padding->is_object()) return 0;
+    std::size_t count = 0;
+    for (const char* key : {"lengths", "lengths_q", "lengths_k"}) {
+      const auto lengths = padding->find(key);
+      if (lengths != padding->end() && lengths->is_array()) count += lengths->size();
+    }
+    return count;
   }
 
   static std::string prefixed(const std::string& prefix, const std::string& key) {
@@ -230,7 +259,7 @@ class ScenarioParser {
   bool get_required(const MergedProblem& merged, const std::string& key, const std::string& label,
                     T& out, const std::string& how) {
     if (!merged.values.contains(key)) {
-      error(label, "missing \"" + key + "\"" + how + " (set it in defaults, the case or the sweep)");
+      error(label, "missing \"" + key + "\"" + how + "; set it in defaults, the case or the sweep");
       return false;
     }
     out = merged.values[key].get<T>();
@@ -250,23 +279,41 @@ class ScenarioParser {
     ok &= get_required(merged, "seqlen_k", label, p.seqlen_k, " (or \"seqlen\")");
     ok &= get_required(merged, "head_dim", label, p.head_dim, "");
     if (!ok) return false;
+    const std::string context = "in " + label;
+    // What tokens and hidden stand for is checked against the limits of batch
+    // and heads before anything of that size exists.
     if (tokens) {
       if (tokens % p.seqlen_q != 0) {
         error(merged.path_of("tokens", label), "tokens (" + std::to_string(tokens) +
                                                    ") is not a multiple of seqlen_q (" +
-                                                   std::to_string(p.seqlen_q) + ") in " + label);
+                                                   std::to_string(p.seqlen_q) + ")", context);
         return false;
       }
       p.batch = tokens / p.seqlen_q;
+      if (p.batch > kMaxBatch) {
+        error(merged.path_of("tokens", label),
+              "gives batch = tokens / seqlen_q = " + std::to_string(tokens) + " / " + std::to_string(p.seqlen_q) +
+                  " = " + std::to_string(p.batch) + ", more than the " + std::to_string(kMaxBatch) +
+                  " (2^20) allowed",
+              context);
+        return false;
+      }
     }
     if (hidden) {
       if (hidden % p.head_dim != 0) {
         error(merged.path_of("hidden", label), "hidden (" + std::to_string(hidden) +
                                                    ") is not a multiple of head_dim (" +
-                                                   std::to_string(p.head_dim) + ") in " + label);
+                                                   std::to_string(p.head_dim) + ")", context);
         return false;
       }
       p.heads = hidden / p.head_dim;
+      if (p.heads > kMaxHeads) {
+        error(merged.path_of("hidden", label),
+              "gives heads = hidden / head_dim = " + std::to_string(p.heads) + ", more than the " +
+                  std::to_string(kMaxHeads) + " (2^16) allowed",
+              context);
+        return false;
+      }
     }
     p.kv_heads = v.contains("kv_heads") ? v["kv_heads"].get<std::int64_t>() : p.heads;
     if (v.contains("dtype")) p.dtype = v["dtype"] == "fp16" ? InputDType::fp16 : InputDType::bf16;
@@ -277,11 +324,11 @@ class ScenarioParser {
       p.mask.window_left = v["window"][0].get<std::int64_t>();
       p.mask.window_right = v["window"][1].get<std::int64_t>();
       if (p.mask.window_left < 0 && p.mask.window_right < 0) {
-        error(merged.path_of("window", label), "both bounds unbounded; use null for no window");
+        error(merged.path_of("window", label), "both bounds unbounded; use null for no window", context);
       }
     }
     if (v.contains("padding") && !v["padding"].is_null()) {
-      parse_padding(v["padding"], merged.path_of("padding", label), p);
+      parse_padding(v["padding"], merged.path_of("padding", label), context, p);
     }
     if (v.contains("dropout")) {
       const Json& dropout = v["dropout"];
@@ -298,12 +345,11 @@ class ScenarioParser {
       const auto direction = v["direction"].get<std::string>();
       p.direction = direction == "fwd" ? Direction::fwd : direction == "bwd" ? Direction::bwd : Direction::fwd_bwd;
     }
-    if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), p);
+    if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), context, p);
     if (v.contains("block_q")) p.tile.block_q = v["block_q"].get<std::int64_t>();
     if (v.contains("block_k")) p.tile.block_k = v["block_k"].get<std::int64_t>();
     if (diagnostics_.size() != errors_before) return false;
 
-    resolve_lengths(p);
     // Lengths given once for both sides ("lengths") are reported under that key.
     const bool shared_lengths = v.contains("padding") && v["padding"].is_object() && v["padding"].contains("lengths");
     std::set<std::pair<std::string, std::string>> reported;
@@ -312,25 +358,24 @@ class ScenarioParser {
       for (const char* side : {"padding.lengths_q", "padding.lengths_k"}) {
         if (shared_lengths && key.rfind(side, 0) == 0) key = "padding.lengths" + key.substr(std::string(side).size());
       }
-      if (reported.emplace(key, issue.message).second) {
-        error(merged.path_of(key, label), issue.message + " (in " + label + ")");
-      }
+      if (reported.emplace(key, issue.message).second) error(merged.path_of(key, label), issue.message, context);
     }
     return diagnostics_.size() == errors_before;
   }
 
-  void parse_padding(const Json& padding, const std::string& path, Problem& p) {
+  void parse_padding(const Json& padding, const std::string& path, const std::string& context, Problem& p) {
     const bool lengths = padding.contains("lengths");
     const bool q = padding.contains("lengths_q");
     const bool k = padding.contains("lengths_k");
     const bool shortfall = padding.contains("shortfall");
     const int forms = (lengths ? 1 : 0) + ((q || k) ? 1 : 0) + (shortfall ? 1 : 0);
     if (forms != 1 || (q != k)) {
-      error(path, "give exactly one of: \"lengths\"; \"lengths_q\" with \"lengths_k\"; \"shortfall\" (with an optional \"seed\")");
+      error(path, "give exactly one of: \"lengths\"; \"lengths_q\" with \"lengths_k\"; \"shortfall\" (with an optional \"seed\")",
+            context);
       return;
     }
     if (padding.contains("seed") && !shortfall) {
-      error(path + ".seed", "only random padding (\"shortfall\") takes a seed");
+      error(path + ".seed", "only random padding (\"shortfall\") takes a seed", context);
       return;
     }
     if (shortfall) {
@@ -339,7 +384,7 @@ class ScenarioParser {
       p.padding.shortfall_max = padding["shortfall"][1].get<std::int64_t>();
       p.padding.seed = padding.value("seed", std::uint64_t{0});
       if (p.padding.shortfall_min > p.padding.shortfall_max) {
-        error(path + ".shortfall", "needs [min, max] with min <= max");
+        error(path + ".shortfall", "needs [min, max] with min <= max", context);
       }
       return;
     }
@@ -348,12 +393,13 @@ class ScenarioParser {
     p.lengths_k = padding[lengths ? "lengths" : "lengths_k"].get<std::vector<std::int64_t>>();
   }
 
-  void parse_input(const Json& input, const std::string& path, Problem& p) {
+  void parse_input(const Json& input, const std::string& path, const std::string& context, Problem& p) {
     const std::string distribution = input.value("distribution", std::string("normal"));
     const bool normal = distribution == "normal";
     for (const char* key : normal ? std::vector<const char*>{"low", "high"} : std::vector<const char*>{"mean", "std"}) {
       if (input.contains(key)) {
-        error(path + "." + key, "does not apply to the " + distribution + " distribution (normal takes mean and std; uniform takes low and high)");
+        error(path + "." + key, "does not apply to the " + distribution + " distribution (normal takes mean and std; uniform takes low and high)",
+              context);
       }
     }
     p.input.distribution = normal ? Distribution::normal : Distribution::uniform;

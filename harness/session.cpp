@@ -7,7 +7,9 @@
 namespace attnbench {
 
 CaseData::CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads)
-    : problem_(problem), accuracy_(accuracy), threads_(threads) {}
+    : problem_(problem), accuracy_(accuracy), threads_(threads) {
+  resolve_lengths(problem_);  // implementations that upload the lengths need the arrays
+}
 
 const HostInputs& CaseData::inputs() {
   if (!inputs_) inputs_ = generate_inputs(problem_, threads_);

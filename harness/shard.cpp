@@ -2,20 +2,35 @@
 
 #include <algorithm>
 #include <numeric>
-#include <regex>
 
 #include "errors.hpp"
+#include "message_text.hpp"
 
 namespace attnbench {
 
+namespace {
+
+// A number of 1 to 6 decimal digits, else -1.
+int parse_count(std::string_view digits) {
+  if (digits.empty() || digits.size() > 6) return -1;
+  int value = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 Shard parse_shard(const std::string& text) {
-  static const std::regex form("^([0-9]{1,6})/([0-9]{1,6})$");
-  std::smatch match;
-  if (std::regex_match(text, match, form)) {
-    const Shard shard{std::stoi(match[1]), std::stoi(match[2])};
+  const std::size_t slash = text.find('/');
+  if (slash != std::string::npos) {
+    const Shard shard{parse_count(std::string_view(text).substr(0, slash)),
+                      parse_count(std::string_view(text).substr(slash + 1))};
     if (shard.count >= 1 && shard.index >= 1 && shard.index <= shard.count) return shard;
   }
-  throw InputError("--shard \"" + text + "\": expected K/N with 1 <= K <= N, e.g. 2/8");
+  throw InputError("--shard " + quote(text) + ": expected K/N with 1 <= K <= N, e.g. 2/8");
 }
 
 std::vector<int> assign_to_shards(const std::vector<double>& costs, int shard_count) {

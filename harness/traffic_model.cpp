@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "mask_sums.hpp"
+
 namespace attnbench {
 
 using Json = nlohmann::ordered_json;
@@ -93,42 +95,6 @@ TrafficModel standard_traffic(const Problem& p, const StandardWidths& w) {
 
 namespace {
 
-// The visited tiles of one batch element, summed over its query tiles.
-struct VisitedTiles {
-  double query_rows = 0;     // rows of query tiles that visit any key tile
-  double key_rows = 0;       // Σ over query tiles of the key rows they visit
-  double pair_rows = 0;      // Σ over visited (query tile, key tile) pairs of the query tile's rows
-  double head_key_rows = 0;  // rows of the key tiles any query row of the head visits
-};
-
-VisitedTiles visited_tiles(const Problem& p, std::int64_t b, std::int64_t block_m, std::int64_t block_n) {
-  const std::int64_t len_q = p.length_q(b), len_k = p.length_k(b);
-  // Rows [first·block_n, min(end·block_n, Nk)) of the key tiles meeting `bound`.
-  const auto key_rows = [&](const KeyRange& bound, std::int64_t& tiles) {
-    if (bound.empty()) {
-      tiles = 0;
-      return std::int64_t{0};
-    }
-    const std::int64_t first = bound.begin / block_n;
-    const std::int64_t end = (bound.end + block_n - 1) / block_n;
-    tiles = end - first;
-    return std::min(end * block_n, p.seqlen_k) - first * block_n;
-  };
-  VisitedTiles visited;
-  for (std::int64_t row = 0; row < p.seqlen_q; row += block_m) {
-    const std::int64_t rows = std::min(block_m, p.seqlen_q - row);
-    std::int64_t tiles = 0;
-    const std::int64_t keys = key_rows(visible_key_bound(p.mask, row, row + rows, len_q, len_k), tiles);
-    if (tiles == 0) continue;
-    visited.query_rows += as_double(rows);
-    visited.key_rows += as_double(keys);
-    visited.pair_rows += as_double(rows * tiles);
-  }
-  std::int64_t head_tiles = 0;
-  visited.head_key_rows = as_double(key_rows(visible_key_bound(p.mask, 0, p.seqlen_q, len_q, len_k), head_tiles));
-  return visited;
-}
-
 const char* to_string(FusedLoopOrder order) {
   return order == FusedLoopOrder::query_outer ? "query_outer" : "key_outer";
 }
@@ -156,36 +122,41 @@ TrafficModel fused_traffic(const Problem& p, const FusedTiling& t) {
                           {"widths", {{"input", t.input}, {"output", t.output}, {"accumulator", t.accumulator}}}};
   const double d = as_double(p.head_dim), nq = as_double(p.seqlen_q), nk = as_double(p.seqlen_k);
   const double in = t.input, out = t.output, acc = t.accumulator;
-  const double heads = as_double(p.heads), kv_heads = as_double(p.kv_heads);
   TermList terms(model.terms);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    const VisitedTiles v = visited_tiles(p, b, t.block_m, t.block_n);
+  // Batch elements with the same valid lengths visit the same tiles.
+  for (const LengthGroup& group : length_groups(p)) {
+    const TileVisits visits =
+        tile_visits(p.mask, p.seqlen_q, p.seqlen_k, group.length_q, group.length_k, t.block_m, t.block_n);
+    const double elements = as_double(group.count);
+    const double query_rows = as_double(visits.query_rows), key_rows = as_double(visits.key_rows);
+    const double pair_rows = as_double(visits.pair_rows), head_key_rows = as_double(visits.head_key_rows);
+    const double heads = elements * as_double(p.heads), kv_heads = elements * as_double(p.kv_heads);
     if (has_forward(p.direction)) {
       const std::string pass = "forward";
       if (t.forward_order == FusedLoopOrder::query_outer) {
-        terms.add(pass, "Q", heads * v.query_rows * d * in, 0);
-        terms.add(pass, "K", heads * v.key_rows * d * in, 0);
-        terms.add(pass, "V", heads * v.key_rows * d * in, 0);
+        terms.add(pass, "Q", heads * query_rows * d * in, 0);
+        terms.add(pass, "K", heads * key_rows * d * in, 0);
+        terms.add(pass, "V", heads * key_rows * d * in, 0);
         terms.add(pass, "O", 0, heads * nq * d * out);
         terms.add(pass, "LSE", 0, heads * nq * 4);
       } else {
-        terms.add(pass, "K", heads * v.head_key_rows * d * in, 0);
-        terms.add(pass, "V", heads * v.head_key_rows * d * in, 0);
-        terms.add(pass, "Q", heads * v.pair_rows * d * in, 0);
-        terms.add(pass, "O", heads * v.pair_rows * d * acc, heads * (nq + v.pair_rows) * d * acc);
-        terms.add(pass, "l, m", heads * (v.pair_rows + nq) * 8, heads * (nq + v.pair_rows) * 8);
+        terms.add(pass, "K", heads * head_key_rows * d * in, 0);
+        terms.add(pass, "V", heads * head_key_rows * d * in, 0);
+        terms.add(pass, "Q", heads * pair_rows * d * in, 0);
+        terms.add(pass, "O", heads * pair_rows * d * acc, heads * (nq + pair_rows) * d * acc);
+        terms.add(pass, "l, m", heads * (pair_rows + nq) * 8, heads * (nq + pair_rows) * 8);
         terms.add(pass, "LSE", 0, heads * nq * 4);
       }
     }
     if (has_backward(p.direction)) {
       const std::string pass = "backward";
-      terms.add(pass, "K", kv_heads * v.head_key_rows * d * in, 0);
-      terms.add(pass, "V", kv_heads * v.head_key_rows * d * in, 0);
-      terms.add(pass, "Q", heads * v.pair_rows * d * in, 0);
-      terms.add(pass, "dO", heads * v.pair_rows * d * in, 0);
-      terms.add(pass, "O", heads * v.pair_rows * d * acc, 0);
-      terms.add(pass, "LSE", heads * v.pair_rows * 4, 0);
-      terms.add(pass, "dQ", heads * v.pair_rows * d * acc, heads * (nq + v.pair_rows) * d * acc);
+      terms.add(pass, "K", kv_heads * head_key_rows * d * in, 0);
+      terms.add(pass, "V", kv_heads * head_key_rows * d * in, 0);
+      terms.add(pass, "Q", heads * pair_rows * d * in, 0);
+      terms.add(pass, "dO", heads * pair_rows * d * in, 0);
+      terms.add(pass, "O", heads * pair_rows * d * acc, 0);
+      terms.add(pass, "LSE", heads * pair_rows * 4, 0);
+      terms.add(pass, "dQ", heads * pair_rows * d * acc, heads * (nq + pair_rows) * d * acc);
       terms.add(pass, "dK", 0, kv_heads * nk * d * out);
       terms.add(pass, "dV", 0, kv_heads * nk * d * out);
     }

@@ -15,12 +15,13 @@ paths=(
   /usr/include/CLI /usr/share/cmake/CLI11
   /usr/include/gtest /usr/include/gmock "/usr/lib/$multiarch/cmake/GTest"
   /usr/include/benchmark "/usr/lib/$multiarch/cmake/benchmark"
+  /usr/include/re2
 )
-for library in libgtest.a libgtest_main.a libgmock.a libgmock_main.a libbenchmark_main.a libbenchmark.so; do
+for library in libgtest.a libgtest_main.a libgmock.a libgmock_main.a libbenchmark_main.a libbenchmark.so libre2.so; do
   paths+=("/usr/lib/$multiarch/$library")
 done
-# The shared Google Benchmark library and the names it is linked and loaded by.
-for file in "/usr/lib/$multiarch"/libbenchmark.so.*; do paths+=("$file"); done
+# The shared Google Benchmark and RE2 libraries and the names they are linked and loaded by.
+for file in "/usr/lib/$multiarch"/libbenchmark.so.* "/usr/lib/$multiarch"/libre2.so.*; do paths+=("$file"); done
 # Boost.Context (the cudasim fibers): its library, CMake files, and only the
 # Boost headers its fiber header really includes (all of Boost would not fit).
 for file in "/usr/lib/$multiarch"/libboost_context.so* "/usr/lib/$multiarch"/libboost_context.a; do paths+=("$file"); done

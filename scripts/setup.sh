@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make git binutils nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev
-          libboost-context-dev)
+          libboost-context-dev libre2-dev)
 
 if [[ $(id -u) -eq 0 ]]; then
   sudo_cmd=()
@@ -39,6 +39,19 @@ if ((${#missing[@]})); then
     exit 4
   fi
   apt_install "${missing[@]}"
+fi
+
+# Optional: clang and its runtime (libFuzzer) build the fuzz targets of
+# tests/fuzz/; without them the build leaves the targets out.
+optional=()
+for package in clang libclang-rt-dev; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    optional+=("$package")
+  fi
+done
+if ((${#optional[@]})) && { [[ ${#sudo_cmd[@]} -eq 0 ]] || command -v sudo >/dev/null; }; then
+  echo "setup: installing ${optional[*]} (for the fuzz targets)"
+  apt_install "${optional[@]}" || echo "setup: could not install ${optional[*]}; the fuzz targets are left out" >&2
 fi
 
 # The Python packages of the scripts and tests (jsonschema for the schema

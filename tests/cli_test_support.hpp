@@ -1,5 +1,6 @@
 // Test helpers for the end-to-end tests of the attnbench binary (test_cli*.cpp):
-// running it with arguments and capturing its exit code and output, reading
+// running it with arguments and capturing its exit code and output (also under
+// a time and memory limit), reading
 // JSON and text files, the shipped scenarios' paths, and a GoogleTest fixture
 // with a fresh temporary directory for each test.
 //
@@ -8,15 +9,20 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +54,77 @@ inline CommandResult run_attnbench(const std::string& arguments, Capture capture
   while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// Whether this build runs under AddressSanitizer (the whole build has the same
+// flags, so the binary under test does too).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderAddressSanitizer = true;
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+
+// What run_attnbench_bounded saw of one run.
+struct BoundedResult {
+  int exit_code = -1;      // -1 unless the process exited normally
+  int signal = 0;          // the signal that ended it, if one did
+  bool timed_out = false;  // killed after the time limit
+  std::string output;      // standard output and standard error together
+};
+
+// Runs ATTNBENCH_BINARY with `arguments` (passed as they are, bytes and all: no
+// shell) in a child limited to `address_space_bytes` of virtual memory
+// (setrlimit; not under AddressSanitizer), killed after `seconds`. For the reproducers whose point is that
+// the tool finishes and stays small whatever the input.
+inline BoundedResult run_attnbench_bounded(const std::vector<std::string>& arguments, double seconds = 10,
+                                           rlim_t address_space_bytes = rlim_t{2} << 30) {
+  BoundedResult result;
+  char output_name[] = "/tmp/attnbench_bounded_XXXXXX";
+  const int output = mkstemp(output_name);
+  if (output < 0) return result;
+  unlink(output_name);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!kUnderAddressSanitizer) {  // it reserves terabytes of address space for its shadow memory
+      const rlimit limit{address_space_bytes, address_space_bytes};
+      setrlimit(RLIMIT_AS, &limit);
+    }
+    dup2(output, STDOUT_FILENO);
+    dup2(output, STDERR_FILENO);
+    std::vector<std::string> argv_storage{ATTNBENCH_BINARY};
+    argv_storage.insert(argv_storage.end(), arguments.begin(), arguments.end());
+    std::vector<char*> argv;
+    for (std::string& argument : argv_storage) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    execv(ATTNBENCH_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      result.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  lseek(output, 0, SEEK_SET);
+  std::array<char, 4096> buffer{};
+  for (ssize_t count; (count = read(output, buffer.data(), buffer.size())) > 0;) {
+    result.output.append(buffer.data(), static_cast<std::size_t>(count));
+  }
+  close(output);
   return result;
 }
 

@@ -175,11 +175,12 @@ TEST_F(Cli, UnusableOutputsAreBadInputFoundBeforeAnythingIsWritten) {
   EXPECT_EQ(dump.exit_code, 2) << dump.output;
   EXPECT_FALSE(fs::exists(path("r.json")));
 
-  // An unfinished run is only ever continued, never overwritten.
+  // A file that is not a whole results file is never overwritten…
   write("unfinished.json", R"({"schema": "attnbench.results/1", "complete": false})");
   const CommandResult overwrite = run_attnbench("run " + tiny.string() + " -o " + path("unfinished.json").string());
   EXPECT_EQ(overwrite.exit_code, 2) << overwrite.output;
-  EXPECT_NE(overwrite.output.find("--resume"), std::string::npos) << overwrite.output;
+  EXPECT_NE(overwrite.output.find("is not a valid attnbench results file, so it is not replaced"), std::string::npos)
+      << overwrite.output;
   // …and --resume refuses it when it is not a whole results file.
   const CommandResult corrupt =
       run_attnbench("run " + tiny.string() + " -o " + path("unfinished.json").string() + " --resume");

@@ -128,6 +128,32 @@ TEST(JsonSchemaKeywords, PatternSearchesAnywhereUnlessAnchored) {
   EXPECT_TRUE(JsonSchema(Json{{"pattern", "b"}}).validate("abc").empty());
 }
 
+TEST(JsonSchemaKeywords, PatternIsLinearTimeAndUtf8Aware) {
+  // std::regex overflowed the stack on strings of some 20k characters.
+  const JsonSchema alternatives(Json{{"pattern", "^(a|b)*$"}});
+  EXPECT_TRUE(alternatives.validate(std::string(1 << 20, 'a')).empty());
+  EXPECT_FALSE(alternatives.validate(std::string(1 << 20, 'a') + "c").empty());
+  EXPECT_TRUE(JsonSchema(Json{{"pattern", "^.$"}}).validate("\xC3\xA9").empty()) << "one code point";
+  const JsonSchema keys(Json{{"patternProperties", {{"^x-.*z$", {{"type", "integer"}}}}}});
+  EXPECT_FALSE(keys.validate(Json{{"x-" + std::string(100000, 'y') + "z", "no"}}).empty());
+}
+
+TEST(JsonSchemaKeywords, UniqueItemsScalesToLongArrays) {
+  Json items = Json::array();
+  for (int i = 0; i < 200000; ++i) items.push_back(i);
+  const JsonSchema unique(Json{{"uniqueItems", true}});
+  EXPECT_TRUE(unique.validate(items).empty()) << "sorted, not compared pairwise";
+  items.push_back(1.0);  // equal to 1 as a number
+  items.push_back(Json{{"b", 1}, {"a", 2}});
+  items.push_back(Json{{"a", 2}, {"b", 1.0}});  // equal regardless of key order
+  items.push_back(-0.0);  // equal to 0
+  EXPECT_EQ(errors_of(Json{{"uniqueItems", true}}, items),
+            (std::vector<std::string>{"(root): items must be unique, but [1] and [200000] are equal (1.0)",
+                                      "(root): items must be unique, but [200001] and [200002] are equal ({\"a\":2,\"b\":1.0})",
+                                      "(root): items must be unique, but [0] and [200003] are equal (-0.0)"}));
+  EXPECT_TRUE(unique.validate(Json::array({1, "1", true, Json::array({1}), nullptr, 1.5})).empty());
+}
+
 TEST(JsonSchemaKeywords, AnnotationsAreNotEnforced) {
   const Json schema = Json::parse(R"({
     "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.org/s.json",
@@ -251,6 +277,25 @@ TEST(JsonSchemaMessages, ShortensLongValuesAndQuotesOddKeys) {
             std::vector<std::string>{R"(["a b"]: expected an integer, got a string ("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...))"});
 }
 
+TEST(JsonSchemaMessages, AHugeKeyIsQuotedShortAndGetsNoSuggestion) {
+  const Json schema = Json::parse(R"({"properties": {"dropout": {}}, "additionalProperties": false})");
+  const std::string key = "dropout" + std::string(10 << 20, 'x');
+  const std::vector<std::string> errors = errors_of(schema, Json{{key, 1}});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "[\"dropout" + std::string(73, 'x') + "...\" (10485767 bytes)]: unknown key; allowed keys: dropout");
+}
+
+TEST(JsonSchemaMessages, AHugeBrokenDocumentGetsTheFirstErrorsAndANote) {
+  const JsonSchema positive(Json{{"items", {{"minimum", 1}}}});
+  const std::vector<SchemaError> errors = positive.validate(Json(std::vector<int>(300000, 0)));
+  ASSERT_EQ(errors.size(), kMaxSchemaErrors + 1);
+  EXPECT_EQ(format_error(errors[0]),
+            "(root): has more problems than the 1000 below; the rest of the document was not checked");
+  EXPECT_EQ(format_error(errors[1]), "[0]: must be >= 1, got 0");
+  EXPECT_EQ(positive.validate(Json(std::vector<int>(kMaxSchemaErrors, 0))).size(), kMaxSchemaErrors)
+      << "exactly the limit: every error, no note";
+}
+
 TEST(JsonSchemaMessages, ReportsEachPathAndMessageOnce) {
   const Json schema = Json::parse(R"({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s",
                                       "allOf": [{"type": "string"}, {"type": "string", "minLength": 2}]})");
@@ -307,6 +352,14 @@ TEST(JsonSchemaConstruction, RejectsUnsupportedKeywordsNamingThem) {
   EXPECT_NE(rejection_of(Json::parse(R"({"unevaluatedProperties": false})")).find("\"unevaluatedProperties\""),
             std::string::npos);
   EXPECT_NE(rejection_of(Json::parse(R"({"$defs": {"x": {"definitions": {}}}})")).find("#/$defs/x"),
+            std::string::npos);
+}
+
+TEST(JsonSchemaConstruction, RefusesPatternsALinearEngineCannotExpress) {
+  EXPECT_EQ(rejection_of(Json::parse(R"({"properties": {"a": {"pattern": "(x)\\1"}}})")).rfind(
+                "JSON schema #/properties/a/pattern: \"(x)\\\\1\" uses a backreference", 0),
+            0u);
+  EXPECT_NE(rejection_of(Json::parse(R"json({"patternProperties": {"^(?!x-)": {}}})json")).find("uses a lookahead"),
             std::string::npos);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "harness/problem.hpp"
 
@@ -133,6 +134,91 @@ TEST(Validation, RefusesImpossiblyLargeProblems) {
   Problem p = make_problem(1 << 20, 1 << 10, 1 << 20, 1 << 20, 128);
   ASSERT_FALSE(check_problem(p).empty());
   EXPECT_EQ(check_problem(p)[0].key, "batch");
+}
+
+TEST(Validation, NamesTheLimitActuallyExceededAsIntegers) {
+  Problem p;
+  p.batch = 1024;
+  p.heads = p.kv_heads = 1024;
+  p.seqlen_q = p.seqlen_k = 16777216;
+  p.head_dim = 1;
+  const std::vector<ProblemIssue> issues = check_problem(p);
+  ASSERT_EQ(issues.size(), 1u) << "Q (2^44 elements) is under its limit";
+  EXPECT_EQ(issues[0].message,
+            "the problem is impossibly large: the score matrices (batch x heads x seqlen_q x seqlen_k) would hold "
+            "295147905179352825856 (2^68) elements, more than the 1152921504606846976 (2^60) allowed");
+  p.head_dim = 65536;
+  p.seqlen_k = 1;
+  EXPECT_NE(check_problem(p)[0].message.find("Q and O (batch x seqlen_q x heads x head_dim) would hold "
+                                             "1152921504606846976 (2^60) elements, more than the "
+                                             "1125899906842624 (2^50) allowed"),
+            std::string::npos);
+}
+
+TEST(Validation, EverySizeHasItsDocumentedLimitBeforeAnythingElse) {
+  Problem p;
+  p.batch = std::int64_t{1} << 40;  // as tokens / seqlen_q could make it
+  p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+  const std::vector<ProblemIssue> issues = check_problem(p);
+  ASSERT_EQ(issues.size(), 1u) << "nothing per element is looked at past the limit";
+  EXPECT_EQ(issues[0].key, "batch");
+  EXPECT_EQ(issues[0].message, "must be at most 1048576 (2^20), got 1099511627776");
+  p.batch = 1;
+  p.heads = 1 << 17;
+  EXPECT_EQ(check_problem(p)[0].key, "heads");
+}
+
+TEST(Validation, LengthsOutOfRangeAreReportedOnceWithACount) {
+  Problem p = make_problem(1000, 1, 10, 10, 8);
+  p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+  p.lengths_q.assign(1000, 10);
+  p.lengths_k.assign(1000, 11);
+  p.lengths_k[3] = 5;
+  const std::vector<ProblemIssue> issues = check_problem(p);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].key, "padding.lengths_k[0]");
+  EXPECT_EQ(issues[0].message, "must be in [0, 10], got 11 (and 998 more lengths out of range)");
+}
+
+TEST(Padding, UnresolvedProblemsDeriveTheirLengths) {
+  Problem p;
+  p.batch = 1 << 20;
+  p.seqlen_q = 100;
+  p.seqlen_k = 70;
+  EXPECT_TRUE(p.lengths_q.empty());
+  EXPECT_EQ(p.length_q(12345), 100);
+  EXPECT_EQ(p.length_k(12345), 70);
+  const std::vector<LengthGroup> groups = length_groups(p);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 1 << 20);
+
+  p.batch = 64;
+  p.padding = PaddingSpec{PaddingSpec::Kind::random, 0, 5, 9};
+  Problem resolved = p;
+  resolve_lengths(resolved);
+  std::int64_t counted = 0;
+  for (const LengthGroup& group : length_groups(p)) {
+    counted += group.count;
+    EXPECT_EQ(group.length_k - group.length_q, -30);
+  }
+  EXPECT_EQ(counted, 64);
+  EXPECT_EQ(visible_pairs(p), visible_pairs(resolved));
+  for (std::int64_t b = 0; b < 64; ++b) EXPECT_EQ(p.length_q(b), resolved.length_q(b));
+}
+
+TEST(Flops, VisiblePairsMatchTheRowByRowCountForEveryElement) {
+  Problem p = make_problem(6, 2, 37, 29, 8);
+  p.mask = MaskSpec{true, true, 4, -1};
+  p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+  p.lengths_q = {37, 0, 20, 9, 37, 20};
+  p.lengths_k = {29, 0, 31 - 2, 0, 29, 29};
+  std::int64_t expected = 0;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
+      for (std::int64_t j = 0; j < p.seqlen_k; ++j) expected += is_visible(p.mask, i, j, p.length_q(b), p.length_k(b));
+    }
+  }
+  EXPECT_EQ(visible_pairs(p), expected * p.heads);
 }
 
 TEST(CaseKey, DistinguishesEveryFieldThatChangesTheWork) {

@@ -58,7 +58,8 @@ TEST(Scenario, DefaultsGiveOneCaseWithDocumentedDefaults) {
   EXPECT_TRUE(p.mask.bottom_right);
   EXPECT_EQ(p.dropout.probability, 0.0);
   EXPECT_EQ(p.input.distribution, Distribution::normal);
-  EXPECT_EQ(p.lengths_q, std::vector<std::int64_t>{16});
+  EXPECT_TRUE(p.lengths_q.empty()) << "no padding: the lengths are derived, not stored";
+  EXPECT_EQ(p.length_q(0), 16);
   EXPECT_EQ(s.cases[0].origin, "defaults");
 }
 
@@ -252,6 +253,73 @@ TEST(ScenarioErrors, ImpossibleOrUnrepresentableValuesAreRefused) {
   EXPECT_TRUE(has_error(errors, "cases[4].input", "would overflow fp32")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "cases[5].scale", "must be <=")) << dump(errors);
   EXPECT_TRUE(has_error(errors, "measure.warmup_min_iterations", "must be <=")) << dump(errors);
+}
+
+TEST(ScenarioErrors, TokensAndHiddenAreCheckedAgainstTheLimitsOfWhatTheyStandFor) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"heads": 1, "seqlen": 1, "head_dim": 1},
+    "cases": [{"tokens": 1099511627776}, {"tokens": 1048576}, {"tokens": 4, "hidden": 16777216}]})");
+  EXPECT_TRUE(has_error(errors, "cases[0].tokens",
+                        "gives batch = tokens / seqlen_q = 1099511627776 / 1 = 1099511627776, more than the 1048576 "
+                        "(2^20) allowed"))
+      << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].hidden", "gives heads = hidden / head_dim = 16777216, more than the 65536"))
+      << dump(errors);
+  EXPECT_EQ(errors.size(), 2u) << "batch 2^20 itself is allowed: " << dump(errors);
+  EXPECT_EQ(errors[0].context, "in cases[0]");
+}
+
+TEST(ScenarioErrors, TheSameProblemInEveryCaseIsReportedOnceWithACount) {
+  std::vector<Diagnostic> diagnostics;
+  parse_scenario(R"({"name": "t", "description": "d", "defaults": {"batch": 1, "heads": 6, "kv_heads": 4, "head_dim": 8},
+    "sweep": {"seqlen": [1, 2, 3, 4, 5]}})", "bad.json", diagnostics);
+  const InputError error(diagnostics);
+  ASSERT_EQ(error.diagnostics().size(), 1u) << error.what();
+  EXPECT_EQ(error.diagnostics()[0].format(),
+            "bad.json: defaults.kv_heads: must divide heads (6), got 4 (in sweep{seqlen=1} and 4 more)");
+}
+
+TEST(ScenarioErrors, ExplicitLengthsOverAllCasesAreBounded) {
+  std::string lengths = "1";
+  for (int i = 1; i < 300000; ++i) lengths += ",1";
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 300000, "heads": 1, "head_dim": 1, "padding": {"lengths": [)" + lengths + R"(]}},
+    "sweep": {"seqlen": [2, 3, 4, 5]}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].path, "defaults.padding");
+  EXPECT_NE(errors[0].message.find("more than 1048576 explicit padding lengths in all"), std::string::npos);
+  EXPECT_EQ(errors[0].context, "at sweep{seqlen=5}");
+}
+
+TEST(ScenarioErrors, LongSweepValuesAreShortInTheCaseOrigin) {
+  std::string lengths = "3";
+  for (int i = 1; i < 1000; ++i) lengths += ",3";
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d", "defaults": {"batch": 1000, "heads": 1, "seqlen": 4, "head_dim": 1},
+    "sweep": {"padding": [{"lengths": [)" + lengths + R"(]}]}})");
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_LT(s.cases[0].origin.size(), 80u) << s.cases[0].origin;
+  EXPECT_EQ(s.cases[0].origin.rfind("sweep{padding={\"lengths\":[3,3,", 0), 0u) << s.cases[0].origin;
+}
+
+TEST(Scenario, CasesHoldNoPerElementArraysUntilTheyRun) {
+  const Scenario s = parse_ok(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1048576, "heads": 1, "head_dim": 1},
+    "cases": [{}, {"padding": {"shortfall": [0, 3], "seed": 2}}],
+    "sweep": {"seqlen": [8, 16]}})");
+  ASSERT_EQ(s.cases.size(), 4u);
+  for (const ScenarioCase& c : s.cases) {
+    EXPECT_TRUE(c.problem.lengths_q.empty());
+    EXPECT_TRUE(c.problem.lengths_k.empty());
+  }
+  const Problem& random = s.cases[2].problem;
+  EXPECT_EQ(random.padding.kind, PaddingSpec::Kind::random);
+  Problem resolved = random;
+  resolve_lengths(resolved);
+  ASSERT_EQ(resolved.lengths_q.size(), 1048576u);
+  for (const std::int64_t b : {0, 1, 77, 1048575}) {
+    EXPECT_EQ(random.length_q(b), resolved.lengths_q[static_cast<std::size_t>(b)]);
+    EXPECT_EQ(random.length_k(b), resolved.lengths_k[static_cast<std::size_t>(b)]);
+  }
 }
 
 TEST(ScenarioErrors, DeepNestingLongNamesAndHugeNumbersAreInputErrors) {

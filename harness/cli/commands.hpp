@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "harness/user_paths.hpp"
+
 namespace attnbench {
 
 struct Subcommand {
@@ -27,5 +29,15 @@ Subcommand add_merge_command(CLI::App& app);
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);
+
+// The names an --impl option gives; throws InputError when it names none
+// ("", ",,,"): an empty list is a mistake, not a request for the default set.
+std::vector<std::string> implementation_list(const std::string& text);
+
+// The check of every option that names a file: a name the file system cannot
+// hold (too long, empty) is bad usage, refused before any file is touched.
+inline CLI::Validator file_name_check() {
+  return CLI::Validator([](std::string& path) { return path_name_problem(path); }, "", "file name");
+}
 
 }  // namespace attnbench

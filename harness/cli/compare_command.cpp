@@ -127,10 +127,11 @@ Subcommand add_compare_command(CLI::App& app) {
   auto options = std::make_shared<CompareOptions>();
   CLI::App* command = app.add_subcommand(
       "compare", "Regression gate: two results files, cell by cell (exit 0 pass, 1 regression, 3 not comparable)");
-  command->add_option("base", options->base, "Results file of the baseline (BASE)")->required();
-  command->add_option("new", options->next, "Results file to judge (NEW)")->required();
+  command->add_option("base", options->base, "Results file of the baseline (BASE)")->required()->check(file_name_check());
+  command->add_option("new", options->next, "Results file to judge (NEW)")->required()->check(file_name_check());
   command->add_option("--config", options->config,
-                      "Settings file (scenarios/compare.schema.json): defaults and per-cell overrides");
+                      "Settings file (scenarios/compare.schema.json): defaults and per-cell overrides")
+      ->check(file_name_check());
   // Each setting flag stores what it is given; only the flags given replace the
   // defaults, so their initial values are never used.
   const auto add_setting = [&](const std::string& key, const std::string& name, auto type, const std::string& help) {
@@ -156,9 +157,12 @@ Subcommand add_compare_command(CLI::App& app) {
   add_setting("allow_different_settings", "--allow-different-settings", bool{},
               "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
   command->add_option("--markdown", options->markdown,
-                      "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout");
-  command->add_option("--junit", options->junit, "Write JUnit XML, one test case per compared cell; - for stdout");
-  command->add_option("--json", options->json, "Write the comparison as JSON (attnbench.compare/1); - for stdout");
+                      "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout")
+      ->check(file_name_check());
+  command->add_option("--junit", options->junit, "Write JUnit XML, one test case per compared cell; - for stdout")
+      ->check(file_name_check());
+  command->add_option("--json", options->json, "Write the comparison as JSON (attnbench.compare/1); - for stdout")
+      ->check(file_name_check());
   return {command, [options](const std::vector<std::string>&) { return command_compare(*options); }};
 }
 

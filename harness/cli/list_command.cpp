@@ -4,11 +4,12 @@
 // machine-readable form other tools read (attnbench.cases/1).
 #include <cstdio>
 #include <memory>
-#include <regex>
+#include <optional>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
+#include "harness/message_text.hpp"
 #include "harness/problem_json.hpp"
 #include "harness/runner.hpp"
 #include "harness/scenario.hpp"
@@ -19,29 +20,22 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-int command_list(const std::vector<std::string>& paths, const std::string& implementations,
+int command_list(const std::vector<std::string>& paths, const std::optional<std::string>& implementations,
                  const std::string& filter_text, int requested_threads, bool as_json) {
   const int threads = requested_threads > 0 ? requested_threads : available_cpus().count;
   const std::vector<Scenario> scenarios = load_scenarios(paths);
-  std::regex filter;
-  if (!filter_text.empty()) {
-    try {
-      filter = std::regex(filter_text, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw InputError("--filter: not a valid regular expression (" + std::string(error.what()) + ")");
-    }
-  }
+  const std::optional<Regex> filter = case_filter(filter_text);
   Json listing{{"schema", "attnbench.cases/1"}, {"scenarios", Json::array()}};
   for (const Scenario& scenario : scenarios) {
     const std::vector<Implementation*> selected =
-        implementations.empty() ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                                : select_implementations(split_list(implementations), "--impl");
+        !implementations ? select_implementations(scenario.implementations, scenario.path + ": implementations")
+                         : select_implementations(implementation_list(*implementations), "--impl");
     Json names = Json::array();
     for (Implementation* implementation : selected) names.push_back(implementation->name());
     Json cases = Json::array();
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       const ScenarioCase& c = scenario.cases[i];
-      if (!filter_text.empty() && !std::regex_search(scenario.name + "/" + c.key, filter)) continue;
+      if (filter && !filter->search(scenario.name + "/" + c.key)) continue;
       Json runs = Json::object();
       for (Implementation* implementation : selected) {
         const std::string reason = preflight(*implementation, c.problem, threads, false).skip_reason;
@@ -55,7 +49,7 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
                            {"flops", flops_to_json(c.problem)},
                            {"implementations", runs}});
     }
-    listing["scenarios"].push_back(Json{{"path", scenario.path},
+    listing["scenarios"].push_back(Json{{"path", escape_invalid_utf8(scenario.path)},
                                         {"name", scenario.name},
                                         {"description", scenario.description},
                                         {"implementations", names},
@@ -94,16 +88,17 @@ Subcommand add_list_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("list", "List the expanded cases and which implementations run them");
-  command->add_option("scenarios", options->paths, "Scenario files")->required();
-  command->add_option("--impl", options->implementations, "Comma-separated implementations");
+  command->add_option("scenarios", options->paths, "Scenario files")->required()->check(file_name_check());
+  CLI::Option* implementations = command->add_option("--impl", options->implementations, "Comma-separated implementations");
   command->add_option("--filter", options->filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
   command->add_option("--threads", options->threads,
                       "Host threads the run would use, which sizes CPU workspaces (default: as run)")
       ->check(CLI::Range(1, 4096));
   command->add_flag("--json", options->json, "Machine-readable output (schema attnbench.cases/1)");
-  return {command, [options](const std::vector<std::string>&) {
-            return command_list(options->paths, options->implementations, options->filter, options->threads,
-                                options->json);
+  return {command, [options, implementations](const std::vector<std::string>&) {
+            return command_list(options->paths,
+                                implementations->count() > 0 ? std::optional(options->implementations) : std::nullopt,
+                                options->filter, options->threads, options->json);
           }};
 }
 

@@ -4,6 +4,7 @@
 // SIGINT or SIGTERM ends from its signal watcher, harness/interruption.hpp,
 // with 128 + the signal once it has saved what it finished.)
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,32 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/message_text.hpp"
 #include "harness/version.hpp"
+
+namespace {
+
+// The most problems printed for one file; a count stands for the rest.
+constexpr std::size_t kMaxPrintedPerFile = 50;
+
+// One line per problem, in the order found, at most kMaxPrintedPerFile per
+// file. File names are bytes; what reaches the terminal is UTF-8.
+void print_diagnostics(const std::vector<attnbench::Diagnostic>& diagnostics) {
+  std::map<std::string, std::size_t> printed, left_out;
+  for (const attnbench::Diagnostic& diagnostic : diagnostics) {
+    if (printed[diagnostic.file]++ >= kMaxPrintedPerFile) {
+      ++left_out[diagnostic.file];
+      continue;
+    }
+    std::fprintf(stderr, "attnbench: error: %s\n", attnbench::escape_invalid_utf8(diagnostic.format()).c_str());
+  }
+  for (const auto& [file, count] : left_out) {
+    std::fprintf(stderr, "attnbench: error: %s%zu more problems not shown\n",
+                 file.empty() ? "" : attnbench::escape_invalid_utf8(file + ": ").c_str(), count);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace attnbench;
@@ -33,15 +59,13 @@ int main(int argc, char** argv) {
     }
     return kExitBadInput;
   } catch (const InputError& error) {
-    for (const auto& diagnostic : error.diagnostics()) {
-      std::fprintf(stderr, "attnbench: error: %s\n", diagnostic.format().c_str());
-    }
+    print_diagnostics(error.diagnostics());
     return kExitBadInput;
   } catch (const EnvironmentError& error) {
-    std::fprintf(stderr, "attnbench: error: %s\n", error.what());
+    std::fprintf(stderr, "attnbench: error: %s\n", escape_invalid_utf8(error.what()).c_str());
     return kExitEnvironment;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "attnbench: internal error: %s\n", error.what());
+    std::fprintf(stderr, "attnbench: internal error: %s\n", escape_invalid_utf8(error.what()).c_str());
     return kExitGateFailed;
   }
 }

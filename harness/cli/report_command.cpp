@@ -32,13 +32,14 @@ Subcommand add_report_command(CLI::App& app) {
   for (const TableFormat& format : table_formats()) formats.push_back(format.name);
 
   CLI::App* command = app.add_subcommand("report", "Render paper-style tables from results files");
-  command->add_option("results", options->results, "Results files (merged into one view)")->required();
+  command->add_option("results", options->results, "Results files (merged into one view)")->required()->check(file_name_check());
   command->add_option("--table", options->table, table_help)->required()->check(CLI::IsMember(tables));
   command->add_option("--format", options->format, "Output format (default md)")->check(CLI::IsMember(formats));
   command->add_option("--baseline", options->report.baseline,
                       "Implementation that speedups and memory reductions are relative to "
                       "(default: cuda.cublas, else cpu.standard)");
-  command->add_option("-o,--output", options->output, "Write the report here (default: standard output)");
+  command->add_option("-o,--output", options->output, "Write the report here (default: standard output)")
+      ->check(file_name_check());
   return {command, [options](const std::vector<std::string>&) {
             for (const std::string& input : options->results) {
               if (!options->output.empty() && same_file(options->output, input)) {

@@ -12,6 +12,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/cli/measurement_options.hpp"
 #include "harness/errors.hpp"
+#include "harness/message_text.hpp"
 #include "harness/runner.hpp"
 
 namespace attnbench {
@@ -25,6 +26,15 @@ std::vector<std::string> split_list(const std::string& text) {
     start = end + 1;
   }
   return items;
+}
+
+std::vector<std::string> implementation_list(const std::string& text) {
+  std::vector<std::string> names = split_list(text);
+  if (names.empty()) {
+    throw InputError("--impl " + quote(text) +
+                     ": names no implementation; give names separated by commas (attnbench info lists them)");
+  }
+  return names;
 }
 
 namespace {
@@ -65,17 +75,20 @@ Subcommand add_run_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
-  command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required();
+  command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required()->check(file_name_check());
   command->add_option("-o,--output", options->run.output_path, "Results file (default: results/<scenario>-<time>.json)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a restart appends the path it continues
-  command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a restart appends the path it continues
+      ->check(file_name_check());
+  CLI::Option* implementations =
+      command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
   command->add_option("--filter", options->run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
   command->add_option("--threads", options->run.threads,
                       "Host threads for CPU implementations (default: the CPUs this process can use: affinity, "
                       "cgroup quota)")
       ->check(CLI::Range(1, 4096));
   add_measurement_options(*command, options->run.measurement);
-  command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
+  command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here")
+      ->check(file_name_check());
   command->add_flag("--resume", options->run.resume,
                     "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
   command->add_flag("--overwrite", options->run.overwrite,
@@ -87,9 +100,9 @@ Subcommand add_run_command(CLI::App& app) {
   command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
   command->add_option("--device", options->device, "Which accelerator of the machine to use (default 0)")
       ->check(CLI::NonNegativeNumber);
-  return {command, [options](const std::vector<std::string>& command_line) {
+  return {command, [options, implementations](const std::vector<std::string>& command_line) {
             RunOptions& run = options->run;
-            run.implementations = split_list(options->implementations);
+            if (implementations->count() > 0) run.implementations = implementation_list(options->implementations);
             if (!options->shard.empty()) run.shard = parse_shard(options->shard);
             BackendRegistry::instance().set_device_index(options->device);
             run.interactive = isatty(STDERR_FILENO) != 0;

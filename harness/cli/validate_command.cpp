@@ -23,7 +23,7 @@ int command_validate(const std::vector<std::string>& paths) {
 Subcommand add_validate_command(CLI::App& app) {
   auto paths = std::make_shared<std::vector<std::string>>();
   CLI::App* command = app.add_subcommand("validate", "Check scenario files; report every problem");
-  command->add_option("scenarios", *paths, "Scenario files")->required();
+  command->add_option("scenarios", *paths, "Scenario files")->required()->check(file_name_check());
   return {command, [paths](const std::vector<std::string>&) { return command_validate(*paths); }};
 }
 

@@ -1,0 +1,19 @@
+// File names as users give them, checked as names before any file system call:
+// a name the file system cannot hold is bad input (exit code 2), not an
+// internal error from deep inside a library.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace attnbench {
+
+inline constexpr std::size_t kMaxFileNameBytes = 255;  // one path component (NAME_MAX on Linux)
+inline constexpr std::size_t kMaxPathBytes = 4095;     // the whole path (PATH_MAX less its terminator)
+
+// Why `path` cannot name a file ("empty file name", a component or the whole
+// path too long, a NUL byte), or "" when it can.
+std::string path_name_problem(std::string_view path);
+
+}  // namespace attnbench

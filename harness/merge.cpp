@@ -387,9 +387,9 @@ int merge_files(const MergeRequest& request) {
   for (const std::string& reason : merged.incomplete) {
     std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
   }
-  std::printf("Merged %zu files: %zu records, %s. Results: %s\n", inputs.size(),
-              merged.document["records"].size(), merged.incomplete.empty() ? "complete" : "incomplete",
-              output.c_str());
+  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(inputs.size(), "file").c_str(),
+              count_of(merged.document["records"].size(), "record").c_str(),
+              merged.incomplete.empty() ? "complete" : "incomplete", output.c_str());
   return kExitSuccess;
 }
 

@@ -1,4 +1,4 @@
-// The results file (DESIGN §3): one versioned JSON document per run, validated
+// The results file (docs/design.md §7, docs/results.md): one versioned JSON document per run, validated
 // by scenarios/results.schema.json, written atomically (temporary file, then
 // rename) after every case so a crash loses no finished case and --resume can
 // continue the run.

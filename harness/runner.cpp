@@ -30,8 +30,8 @@ namespace attnbench {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
-                                                    const std::string& requested_by) {
+std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
+                                                     const std::string& requested_by) {
   auto& registry = ImplementationRegistry::instance();
   std::vector<Implementation*> selected;
   if (requested.empty()) {
@@ -54,6 +54,12 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
     selected.push_back(implementation);
   }
   if (!unknown.empty()) throw InputError(unknown);
+  return selected;
+}
+
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by) {
+  const std::vector<Implementation*> selected = resolve_implementations(requested, requested_by);
   for (Implementation* implementation : selected) {
     const Verdict available = implementation->availability();
     if (!available.ok) {
@@ -502,19 +508,27 @@ std::string worst_error(const Json& accuracy) {
   return worst;
 }
 
+// The summary table: one block per case, one row per implementation, fitting
+// 80 columns for names of up to 17 characters; the reason of a record that is
+// not ok follows on wrapped lines of its own.
 void print_summary(const ResultsDocument& results) {
+  const Json& records = results.json()["records"];
+  int name_width = 14;
+  for (const auto& record : records) {
+    name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
+  }
   std::string current_case;
-  for (const auto& record : results.json()["records"]) {
+  for (const auto& record : records) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
     if (case_label != current_case) {
       current_case = case_label;
       std::printf("\n%s  %s\n", case_label.c_str(), short_case_label(record["problem"]).c_str());
-      std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", "implementation", "status", "median", "+-CI/2",
-                  "TFLOP/s", "peak mem", "worst error (rel.)");
+      std::printf("  %-*s %-7s %9s %6s %13s %10s %s\n", name_width, "implementation", "status", "median", "+-CI/2",
+                  "throughput", "peak mem", "worst error");
     }
     const Json& timing = record["timing"];
-    std::string median = "-", spread = "-", tflops = "-", peak = "-";
+    std::string median = "-", spread = "-", throughput = "-", peak = "-";
     if (!timing.is_null()) {
       const Json& statistics = timing["statistics"];
       const double p50 = statistics["p50"].get<double>();
@@ -524,21 +538,38 @@ void print_summary(const ResultsDocument& results) {
             (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
         spread = format_fixed(100 * half_width, 1) + "%";
       }
-      tflops = format_fixed(timing["tflops"].get<double>(), 4);
+      if (p50 > 0) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
     }
     if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
-    std::printf("  %-16s %-8s %11s %8s %9s %11s  %s\n", record["implementation"].get<std::string>().c_str(),
-                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), tflops.c_str(),
+    std::printf("  %-*s %-7s %9s %6s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
+                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), throughput.c_str(),
                 peak.c_str(), worst_error(record["accuracy"]).c_str());
-    if (record["status"] != "ok") std::printf("    %s\n", record["reason"].get<std::string>().c_str());
+    if (record["status"] != "ok") {
+      for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
   }
+}
+
+// "24 records: 20 ok, 3 skipped, 1 failed"
+std::string record_counts(const Json& records) {
+  std::map<std::string, std::size_t> by_status;
+  for (const auto& record : records) ++by_status[record["status"].get<std::string>()];
+  std::string text = count_of(records.size(), "record");
+  std::string parts;
+  for (const char* status : {"ok", "skipped", "failed"}) {
+    parts += std::string(parts.empty() ? "" : ", ") + std::to_string(by_status[status]) + " " + status;
+  }
+  return text + ": " + parts;
 }
 
 }  // namespace
 
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
-  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  scenarios.insert(scenarios.end(), options.built_scenarios.begin(), options.built_scenarios.end());
   std::optional<std::regex> filter;
   if (!options.filter.empty()) {
     try {
@@ -627,8 +658,8 @@ int run_scenarios(const RunOptions& options) {
   print_summary(results);
   std::size_t failed = 0;
   for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
-  std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed, output.c_str());
-  if (dumper.enabled()) std::printf("Arrays: %s/index.json\n", options.dump_dir.c_str());
+  std::printf("\n%s. Results: %s\n", record_counts(results.json()["records"]).c_str(), output.c_str());
+  if (dumper.enabled()) std::printf("Arrays: %s\n", (fs::path(options.dump_dir) / "index.json").string().c_str());
   return failed ? kExitGateFailed : kExitSuccess;
 }
 

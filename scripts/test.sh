@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The README's second command (and CI's): install what is missing, build, and
-# run the whole test suite. GPU tests skip with a message on a machine without one.
+# The README's second command (and CI's): install what is missing, build
+# everything (what scripts/quickstart.sh built is reused), and run the whole
+# test suite. GPU tests skip with a message on a machine without one.
+# Arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "harness/runner.hpp"
+
 namespace attnbench {
 
 struct Subcommand {
@@ -18,12 +20,29 @@ struct Subcommand {
 };
 
 Subcommand add_run_command(CLI::App& app);
+Subcommand add_bench_command(CLI::App& app);
 Subcommand add_list_command(CLI::App& app);
 Subcommand add_validate_command(CLI::App& app);
 Subcommand add_info_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
 Subcommand add_merge_command(CLI::App& app);
+
+// What `run` and `bench` share: every option but where the scenarios come from.
+struct RunCommandOptions {
+  RunOptions run;
+  std::string implementations;
+  bool hot = false;
+  bool cold = false;
+  bool no_profile = false;
+  std::string shard;
+  int device = 0;
+};
+// Registers the shared options on `command`.
+void add_run_options(CLI::App& command, RunCommandOptions& options);
+// Runs what `options` describe (restarting with --resume after a lost device
+// context); returns the exit code.
+int execute_run(RunCommandOptions& options, const std::vector<std::string>& command_line);
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);

@@ -1,11 +1,13 @@
 // `attnbench list SCENARIO…`: the expanded cases and which implementations run
 // them; --json is the machine-readable form other tools read (attnbench.cases/1).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <regex>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/format.hpp"
 #include "harness/problem_json.hpp"
 #include "harness/runner.hpp"
 #include "harness/scenario.hpp"
@@ -14,6 +16,28 @@ namespace attnbench {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// Whether `implementation` runs `problem` here: {"runs", "available"} and,
+// when it does not run, why ("available": false when this machine cannot run
+// the implementation at all, e.g. a CUDA one without a GPU).
+Json run_verdict(const Implementation& implementation, const Problem& problem) {
+  const Verdict available = implementation.availability();
+  if (!available.ok) return Json{{"runs", false}, {"available", false}, {"reason", available.reason}};
+  const Verdict supported = implementation.supports(problem);
+  if (!supported.ok) return Json{{"runs", false}, {"available", true}, {"reason", supported.reason}};
+  return Json{{"runs", true}, {"available", true}};
+}
+
+// {name: reason} of the implementations of a listed scenario that cannot run here.
+Json unavailable_implementations(const Json& scenario) {
+  Json unavailable = Json::object();
+  for (const Json& c : scenario["cases"]) {
+    for (const auto& [name, verdict] : c["implementations"].items()) {
+      if (!verdict["available"].get<bool>()) unavailable[name] = verdict["reason"];
+    }
+  }
+  return unavailable;
+}
 
 int command_list(const std::vector<std::string>& paths, const std::string& implementations,
                  const std::string& filter_text, bool as_json) {
@@ -28,9 +52,11 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
   }
   Json listing{{"schema", "attnbench.cases/1"}, {"scenarios", Json::array()}};
   for (const Scenario& scenario : scenarios) {
+    // Implementations this machine cannot run are listed too, with the reason:
+    // a GPU scenario can be inspected anywhere, and its cases are the same.
     const std::vector<Implementation*> selected =
-        implementations.empty() ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                                : select_implementations(split_list(implementations), "--impl");
+        implementations.empty() ? resolve_implementations(scenario.implementations, scenario.path + ": implementations")
+                                : resolve_implementations(split_list(implementations), "--impl");
     Json names = Json::array();
     for (Implementation* implementation : selected) names.push_back(implementation->name());
     Json cases = Json::array();
@@ -39,9 +65,7 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
       if (!filter_text.empty() && !std::regex_search(scenario.name + "/" + c.key, filter)) continue;
       Json runs = Json::object();
       for (Implementation* implementation : selected) {
-        const Verdict verdict = implementation->supports(c.problem);
-        runs[std::string(implementation->name())] =
-            verdict.ok ? Json{{"runs", true}} : Json{{"runs", false}, {"reason", verdict.reason}};
+        runs[std::string(implementation->name())] = run_verdict(*implementation, c.problem);
       }
       cases.push_back(Json{{"index", i},
                            {"key", c.key},
@@ -61,16 +85,31 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
     return kExitSuccess;
   }
   for (const Json& scenario : listing["scenarios"]) {
-    std::printf("%s (%s): %zu cases\n", scenario["name"].get<std::string>().c_str(),
-                scenario["path"].get<std::string>().c_str(), scenario["cases"].size());
+    std::printf("%s (%s): %s\n", scenario["name"].get<std::string>().c_str(),
+                scenario["path"].get<std::string>().c_str(), count_of(scenario["cases"].size(), "case").c_str());
+    int name_width = 16;
+    for (const auto& name : scenario["implementations"]) {
+      name_width = std::max(name_width, static_cast<int>(name.get<std::string>().size()));
+    }
+    // Why an implementation cannot run here is said once, before the cases.
+    const Json unavailable = unavailable_implementations(scenario);
+    for (const auto& [name, reason] : unavailable.items()) {
+      for (const std::string& line : wrap_words(name + " cannot run here: " + reason.get<std::string>(), 80, "  ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
     for (const Json& c : scenario["cases"]) {
       std::printf("  #%-4zu %s   [%s]\n", c["index"].get<std::size_t>(), short_case_label(c["problem"]).c_str(),
                   c["origin"].get<std::string>().c_str());
       for (const auto& [name, verdict] : c["implementations"].items()) {
-        if (verdict["runs"].get<bool>()) {
-          std::printf("         %-16s runs\n", name.c_str());
-        } else {
-          std::printf("         %-16s skipped: %s\n", name.c_str(), verdict["reason"].get<std::string>().c_str());
+        const std::string text = verdict["runs"].get<bool>() ? "runs"
+                                 : verdict["available"].get<bool>() ? "skipped: " + verdict["reason"].get<std::string>()
+                                                                    : std::string("cannot run here");
+        const std::string indent(9 + name_width + 1, ' ');
+        const std::vector<std::string> lines = wrap_words(text, 80, indent);
+        for (std::size_t l = 0; l < lines.size(); ++l) {
+          std::printf("         %-*s %s\n", name_width, l == 0 ? name.c_str() : "",
+                      lines[l].substr(indent.size()).c_str());
         }
       }
     }

@@ -1,4 +1,5 @@
-// `attnbench run SCENARIO…`: see harness/runner.hpp.
+// `attnbench run SCENARIO…`: see harness/runner.hpp. Its options are registered
+// by add_run_options, which `bench` shares.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include "harness/backend.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
-#include "harness/runner.hpp"
 
 namespace attnbench {
 
@@ -54,50 +54,51 @@ namespace {
 
 }  // namespace
 
+void add_run_options(CLI::App& command, RunCommandOptions& options) {
+  command.add_option("-o,--output", options.run.output_path, "Results file (default: results/<scenario>-<time>.json)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a restart appends the path it continues
+  command.add_option("--impl", options.implementations, "Comma-separated implementations (overrides the scenario)");
+  command.add_option("--filter", options.run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
+  command.add_option("--threads", options.run.threads, "Host threads for CPU implementations (default: all)")
+      ->check(CLI::Range(1, 4096));
+  command.add_flag("--hot", options.hot, "Hot cache: back-to-back samples (overrides the scenario)");
+  command.add_flag("--cold", options.cold, "Cold cache: flush before every sample (overrides the scenario)");
+  command.add_option("--dump", options.run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
+  command.add_flag("--resume", options.run.resume, "Continue the run saved in -o FILE, skipping finished records");
+  command.add_flag("--no-profile", options.no_profile,
+                   "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
+  command.add_flag("--profile-kernels", options.run.profile_kernels,
+                   "Also profile each kernel of a call separately (traffic.measured.kernels)");
+  command.add_option("--shard", options.shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
+  command.add_option("--device", options.device, "Which accelerator of the machine to use (default 0)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+int execute_run(RunCommandOptions& options, const std::vector<std::string>& command_line) {
+  RunOptions& run = options.run;
+  if (options.hot && options.cold) throw InputError("--hot and --cold cannot both be given");
+  if (options.hot) run.cold_cache = false;
+  if (options.cold) run.cold_cache = true;
+  run.profile = !options.no_profile;
+  run.implementations = split_list(options.implementations);
+  if (!options.shard.empty()) run.shard = parse_shard(options.shard);
+  BackendRegistry::instance().set_device_index(options.device);
+  run.interactive = isatty(STDERR_FILENO) != 0;
+  run.command_line = command_line;
+  try {
+    return run_scenarios(run);
+  } catch (const RestartRequired& restart) {
+    return restart_to_resume(command_line, restart);
+  }
+}
+
 Subcommand add_run_command(CLI::App& app) {
-  struct Options {
-    RunOptions run;
-    std::string implementations;
-    bool hot = false;
-    bool cold = false;
-    std::string shard;
-    int device = 0;
-  };
-  auto options = std::make_shared<Options>();
+  auto options = std::make_shared<RunCommandOptions>();
   CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
   command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required();
-  command->add_option("-o,--output", options->run.output_path, "Results file (default: results/<scenario>-<time>.json)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a restart appends the path it continues
-  command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
-  command->add_option("--filter", options->run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
-  command->add_option("--threads", options->run.threads, "Host threads for CPU implementations (default: all)")
-      ->check(CLI::Range(1, 4096));
-  command->add_flag("--hot", options->hot, "Hot cache: back-to-back samples (overrides the scenario)");
-  command->add_flag("--cold", options->cold, "Cold cache: flush before every sample (overrides the scenario)");
-  command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here");
-  command->add_flag("--resume", options->run.resume, "Continue the run saved in -o FILE, skipping finished records");
-  command->add_flag("!--no-profile", options->run.profile,
-                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
-  command->add_flag("--profile-kernels", options->run.profile_kernels,
-                    "Also profile each kernel of a call separately (traffic.measured.kernels)");
-  command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
-  command->add_option("--device", options->device, "Which accelerator of the machine to use (default 0)")
-      ->check(CLI::NonNegativeNumber);
+  add_run_options(*command, *options);
   return {command, [options](const std::vector<std::string>& command_line) {
-            RunOptions& run = options->run;
-            if (options->hot && options->cold) throw InputError("--hot and --cold cannot both be given");
-            if (options->hot) run.cold_cache = false;
-            if (options->cold) run.cold_cache = true;
-            run.implementations = split_list(options->implementations);
-            if (!options->shard.empty()) run.shard = parse_shard(options->shard);
-            BackendRegistry::instance().set_device_index(options->device);
-            run.interactive = isatty(STDERR_FILENO) != 0;
-            run.command_line = command_line;
-            try {
-              return run_scenarios(run);
-            } catch (const RestartRequired& restart) {
-              return restart_to_resume(command_line, restart);
-            }
+            return execute_run(*options, command_line);
           }};
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "format.hpp"
 #include "results.hpp"
 
 namespace attnbench {

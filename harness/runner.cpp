@@ -523,9 +523,14 @@ void print_summary(const ResultsDocument& results) {
                                    std::to_string(record["case_index"].get<std::size_t>());
     if (case_label != current_case) {
       current_case = case_label;
-      std::printf("\n%s  %s\n", case_label.c_str(), short_case_label(record["problem"]).c_str());
+      const std::string label = short_case_label(record["problem"]);
+      if (case_label.size() + 2 + label.size() <= 80) {
+        std::printf("\n%s  %s\n", case_label.c_str(), label.c_str());
+      } else {
+        std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
+      }
       std::printf("  %-*s %-7s %9s %6s %13s %10s %s\n", name_width, "implementation", "status", "median", "+-CI/2",
-                  "throughput", "peak mem", "worst error");
+                  "throughput", "peak mem", "max rel err");
     }
     const Json& timing = record["timing"];
     std::string median = "-", spread = "-", throughput = "-", peak = "-";

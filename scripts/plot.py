@@ -102,7 +102,7 @@ def series(document, group, quantity):
 
 
 def unit_of(document, quantity):
-    return next(column["unit"] for column in document["columns"] if column["quantity"] == quantity)
+    return next((column["unit"] for column in document["columns"] if column["quantity"] == quantity), "")
 
 
 # ---- Titles ----
@@ -140,18 +140,9 @@ def wrapped(title, inches):
 
 
 def panel_title(group, single):
-    """What distinguishes a group: its varying fields, or nothing when it is the only one."""
-    return "" if single else ", ".join(f"{key}={compact(v)}" for key, v in group["fields"].items())
-
-
-def compact(field):
-    if isinstance(field, str):
-        return field
-    if isinstance(field, dict) and field.get("kind") == "none":
-        return "none"
-    if isinstance(field, dict) and set(field) == {"p", "seed", "offset"}:
-        return str(field["p"])
-    return json.dumps(field, separators=(",", ":"))
+    """What distinguishes a group (the report's group title: its varying fields), or
+    nothing when it is the only one (the figure's title says it all)."""
+    return "" if single else group["title"]
 
 
 # ---- Axes ----
@@ -169,16 +160,17 @@ def nice_log_ticks(low, high):
     return [low, high]
 
 
-def log_axis(axis, numbers):
-    """A log axis around `numbers` with labelled major ticks and no minor labels (single points included)."""
+def log_axis(axes, which, numbers):
+    """A log x or y axis around `numbers` with labelled major ticks and no minor labels
+    (a single point included)."""
     positive = [n for n in numbers if n is not None and n > 0]
     if not positive:
         return
     low, high = min(positive) / 1.5, max(positive) * 1.5
     ticks = nice_log_ticks(low, high)
-    low, high = min(low, ticks[0]), max(high, ticks[-1])
-    axis.set_scale("log")
-    axis.set_view_interval(low, high, ignore=True)
+    axis = axes.xaxis if which == "x" else axes.yaxis
+    (axes.set_xscale if which == "x" else axes.set_yscale)("log")
+    (axes.set_xlim if which == "x" else axes.set_ylim)(low, high)
     axis.set_major_locator(ticker.FixedLocator(ticks))
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_locator(ticker.NullLocator())
@@ -330,12 +322,12 @@ def lines_against_length(axes, document, group, cells_by_name, colors):
             axes.plot(*zip(*points), marker="o", label=name, color=colors.get(name))
             drawn += [y for _, y in points]
     if unique:
-        log_axis(axes.xaxis, positions)
+        log_axis(axes, "x", positions)
         axes.xaxis.set_major_locator(ticker.FixedLocator(positions))
         axes.xaxis.set_major_formatter(ticker.FixedFormatter(labels))
     else:
         axes.set_xticks(positions, labels)
-    log_axis(axes.yaxis, drawn)
+    log_axis(axes, "y", drawn)
     axes.grid(alpha=0.3)
 
 
@@ -369,20 +361,19 @@ def plot_io(figures, document, colors):
                 moved.setdefault(name, []).append((x, traffic))
             if value(row[modelled_column]) is not None:
                 modelled.setdefault(name, []).append((x, value(row[modelled_column])))
-        everything = [x for points in (moved, modelled) for xy in points.values() for x, _ in xy]
+        compulsory = [x for points in (moved, modelled) for xy in points.values() for x, _ in xy]
         for name, xy in moved.items():
             axes.plot(*zip(*sorted(xy)), marker="o", label=f"{name} measured or counted", color=colors.get(name))
         for name, xy in modelled.items():
             axes.plot(*zip(*sorted(xy)), marker="x", linestyle="--", label=f"{name} modelled",
                       color=colors.get(name))
-        if everything:
-            span = [min(everything), max(everything)]
+        log_axis(axes, "x", compulsory)
+        log_axis(axes, "y", [y for points in (moved, modelled) for xy in points.values() for _, y in xy] + compulsory)
+        if compulsory:  # the floor, y = x, across the whole panel
+            span = axes.get_xlim()
             axes.plot(span, span, color="black", linestyle=":", linewidth=0.8, label="compulsory (y = x)")
-        log_axis(axes.xaxis, everything)
-        log_axis(axes.yaxis, [y for points in (moved, modelled) for xy in points.values() for _, y in xy]
-                 + everything)
         axes.set_xlabel(f"Compulsory HBM bytes ({unit})")
-        axes.set_ylabel(f"HBM bytes moved ({unit})")
+        axes.set_ylabel(f"HBM bytes ({unit})")
         axes.grid(alpha=0.3)
 
     draw_view(figures, document, f"HBM traffic against the compulsory bytes ({unit})", "io", draw)

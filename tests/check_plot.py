@@ -43,7 +43,7 @@ RECTANGLE = {
 }
 VIEWS = ("throughput", "speedup", "memory", "io")
 Y_LABELS = {"throughput": "FLOP/s", "speedup": "Speedup over cpu.standard", "memory": "Peak memory",
-            "io": "HBM bytes moved"}
+            "io": "HBM bytes ("}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -99,8 +99,16 @@ int command_list(const std::vector<std::string>& paths, const std::string& imple
       }
     }
     for (const Json& c : scenario["cases"]) {
-      std::printf("  #%-4zu %s   [%s]\n", c["index"].get<std::size_t>(), short_case_label(c["problem"]).c_str(),
-                  c["origin"].get<std::string>().c_str());
+      // The origin goes on a line of its own where both would pass 80 columns.
+      char index[16];
+      std::snprintf(index, sizeof index, "  #%-4zu ", c["index"].get<std::size_t>());
+      const std::string label = index + short_case_label(c["problem"]);
+      const std::string origin = "[" + c["origin"].get<std::string>() + "]";
+      if (label.size() + 3 + origin.size() <= 80) {
+        std::printf("%s   %s\n", label.c_str(), origin.c_str());
+      } else {
+        std::printf("%s\n         %s\n", label.c_str(), origin.c_str());
+      }
       for (const auto& [name, verdict] : c["implementations"].items()) {
         const std::string text = verdict["runs"].get<bool>() ? "runs"
                                  : verdict["available"].get<bool>() ? "skipped: " + verdict["reason"].get<std::string>()

@@ -48,9 +48,9 @@ std::string format_bytes(double bytes) {
 
 std::string format_seconds(double seconds) {
   if (!std::isfinite(seconds)) return "-";
-  if (seconds < 1e-3) return format_fixed(seconds * 1e6, 1) + " us";
-  if (seconds < 1.0) return format_fixed(seconds * 1e3, 3) + " ms";
-  return format_fixed(seconds, 2) + " s";
+  if (seconds < 1e-3) return four_digits(seconds * 1e6) + " us";
+  if (seconds < 1.0) return four_digits(seconds * 1e3) + " ms";
+  return four_digits(seconds) + " s";
 }
 
 std::string format_flops_rate(double flops_per_second) {

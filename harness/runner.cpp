@@ -509,8 +509,8 @@ std::string worst_error(const Json& accuracy) {
 }
 
 // The summary table: one block per case, one row per implementation, fitting
-// 80 columns for names of up to 17 characters; the reason of a record that is
-// not ok follows on wrapped lines of its own.
+// 80 columns for names of up to 17 characters (cuda.flash.simple); the reason
+// of a record that is not ok follows on wrapped lines of its own.
 void print_summary(const ResultsDocument& results) {
   const Json& records = results.json()["records"];
   int name_width = 14;
@@ -530,7 +530,7 @@ void print_summary(const ResultsDocument& results) {
         std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
       }
       std::printf("  %-*s %-7s %9s %6s %13s %10s %s\n", name_width, "implementation", "status", "median", "+-CI/2",
-                  "throughput", "peak mem", "max rel err");
+                  "throughput", "peak mem", "rel. error");
     }
     const Json& timing = record["timing"];
     std::string median = "-", spread = "-", throughput = "-", peak = "-";

@@ -31,6 +31,14 @@ TEST(Format, ThroughputNeverRoundsToZero) {
   EXPECT_EQ(format_flops_rate(1.2e15), "1.200 PFLOP/s");
 }
 
+TEST(Format, DurationsKeepFourSignificantDigitsWithinNineCharacters) {
+  EXPECT_EQ(format_seconds(812.34e-6), "812.3 us");
+  EXPECT_EQ(format_seconds(3.2164e-3), "3.216 ms");
+  EXPECT_EQ(format_seconds(123.456e-3), "123.5 ms");
+  EXPECT_EQ(format_seconds(1.25), "1.250 s");
+  for (const double seconds : {1.5e-6, 99.99e-3, 999.4e-3, 12.3456}) EXPECT_LE(format_seconds(seconds).size(), 9u);
+}
+
 TEST(Format, CountsAgreeWithTheirNumber) {
   EXPECT_EQ(count_of(1, "case"), "1 case");
   EXPECT_EQ(count_of(0, "case"), "0 cases");

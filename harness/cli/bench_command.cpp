@@ -72,10 +72,19 @@ Json value_of(const std::string& text) {
   return value.is_discarded() ? Json(text) : value;
 }
 
-// The description of a problem key in the scenario schema, for --help.
+// The description of a problem key in the scenario schema, with its allowed
+// values where they are a list, for --help.
 std::string schema_description(const Json& schema, const std::string& key) {
   const Json& definition = schema["$defs"][key];
-  return definition.value("description", std::string("see docs/scenarios.md"));
+  std::string description = definition.value("description", std::string("see docs/scenarios.md"));
+  if (definition.contains("enum")) {
+    std::string values;
+    for (const Json& value : definition["enum"]) {
+      values += (values.empty() ? "" : " | ") + (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    description += " One of: " + values + ".";
+  }
+  return description;
 }
 
 // The shape flags that are missing, each a diagnostic naming its flag.

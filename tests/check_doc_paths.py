@@ -14,11 +14,12 @@ scripts/slurm/README.md, and checks:
 
 A path must stay inside the checkout (no `../shared/...`). Placeholders are
 written in angle brackets (`scenarios/<yours>.json`, `reports/<device>/`) and
-are not checked; neither are outputs under folders the checkout does not hold
-(`build/`, `results/`). Exit status 1 lists every problem with its document and
+are not checked; neither are outputs under the folders .gitignore ignores
+(`build/`, `results/`), whether or not a run has made them. Exit status 1 lists every problem with its document and
 line.
 """
 import argparse
+import fnmatch
 import pathlib
 import re
 import sys
@@ -71,6 +72,13 @@ def exists(root, base, path):
     return False
 
 
+def ignored_folders(root):
+    """The folder patterns of .gitignore (`build/`, `results/`): where outputs go."""
+    gitignore = root / ".gitignore"
+    lines = gitignore.read_text().splitlines() if gitignore.exists() else []
+    return [line.strip().rstrip("/") for line in lines if line.strip().endswith("/")]
+
+
 def checked_path(root, word):
     """The word as a path to check, or None when it is not one the checkout should hold."""
     if "<" in word or ">" in word or "://" in word or word.startswith(("-", "$", "~")):
@@ -82,6 +90,8 @@ def checked_path(root, word):
         return None
     if first == "..":
         return word  # must still resolve inside the checkout
+    if any(fnmatch.fnmatch(first, pattern) for pattern in ignored_folders(root)):
+        return None
     if "/" in word and (root / first).exists():
         return word
     return None

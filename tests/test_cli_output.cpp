@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,7 +98,9 @@ TEST_F(Output, ScenariosOfImplementationsThatCannotRunHereAreListed) {
   const CommandResult list = run_attnbench("list " + scenario.string());
   ASSERT_EQ(list.exit_code, 0) << list.output;
   EXPECT_NE(list.output.find(unavailable + " cannot run here: "), std::string::npos) << list.output;
-  EXPECT_NE(list.output.find("cpu.flash        runs"), std::string::npos) << list.output;
+  EXPECT_TRUE(std::regex_search(list.output, std::regex("\n +cpu\\.flash +runs\n"))) << list.output;
+  const std::string escaped = std::regex_replace(unavailable, std::regex("\\."), "\\.");
+  EXPECT_TRUE(std::regex_search(list.output, std::regex("\n +" + escaped + " +cannot run here\n"))) << list.output;
 
   const Json listing = Json::parse(run_attnbench("list --json " + scenario.string(), Capture::stdout_only).output);
   const Json& verdict = listing["scenarios"][0]["cases"][0]["implementations"][unavailable];

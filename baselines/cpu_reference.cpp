@@ -1,5 +1,5 @@
 // cpu.reference: exact attention in fp64, the oracle every other implementation
-// is checked against (DESIGN.md §1-2).
+// is checked against (docs/design.md §1-2).
 //
 // Everything is computed one query row at a time. For row i of query head
 // (b, h), with kv head hkv = kv_head_of(h), tau the softmax scale and

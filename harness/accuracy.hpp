@@ -1,4 +1,4 @@
-// Accuracy against the fp64 oracle (DESIGN §3): a bounded, seeded sample of
+// Accuracy against the fp64 oracle (docs/design.md §6): a bounded, seeded sample of
 // query rows and key heads; error metrics per output tensor; the per-dtype
 // bound; and the fused-versus-materializing rule (a fused result may err at most
 // twice as much as its materializing baseline on the same sample, plus a floor).

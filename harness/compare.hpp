@@ -1,4 +1,4 @@
-// `attnbench compare BASE NEW`, the regression gate (DESIGN §6): matches the
+// `attnbench compare BASE NEW`, the regression gate (docs/compare.md): matches the
 // records of two results files by (scenario, case_key, implementation), checks
 // that both ran on the same devices with the same run settings (threads,
 // measure settings, cache mode), and gives every matched cell a verdict
@@ -149,7 +149,7 @@ struct CompareReport {
   // Whether any cell had something measured on both sides (not every cell
   // skipped in both files): a gate that measured nothing cannot pass.
   bool measured_anything() const;
-  int exit_code = 0;  // DESIGN §4: 0, 1 or 3
+  int exit_code = 0;  // docs/design.md §8: 0, 1 or 3
 };
 
 // Compares two results documents (already schema-checked; paths name them).

@@ -1,4 +1,4 @@
-// The outputs of `attnbench compare` (DESIGN §6), all rendered from one
+// The outputs of `attnbench compare` (docs/compare.md), all rendered from one
 // CompareReport: a terminal table, Markdown for a CI job summary, JUnit XML
 // (one test case per compared cell) and JSON (schema id "attnbench.compare/1").
 // docs/compare.md describes each.

@@ -1,4 +1,4 @@
-// The statistics of the time verdict of `attnbench compare` (DESIGN §6; the
+// The statistics of the time verdict of `attnbench compare` (docs/compare.md; the
 // method and its reasoning are in docs/compare.md).
 //
 // On log time, NEW is modelled as BASE shifted by Δ = log(NEW/BASE). Its

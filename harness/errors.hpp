@@ -1,4 +1,4 @@
-// Exit codes (DESIGN §4) and the exceptions that carry them to main, which is the
+// Exit codes (docs/design.md §8) and the exceptions that carry them to main, which is the
 // only place that turns errors into exit codes.
 #pragma once
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 namespace attnbench {
 
@@ -17,21 +18,68 @@ std::string format_fixed(double value, int decimals) {
   return buffer;
 }
 
+namespace {
+
+constexpr ByteUnit kByteUnits[] = {{"B", 1.0},
+                                   {"KiB", 1024.0},
+                                   {"MiB", 1024.0 * 1024},
+                                   {"GiB", 1024.0 * 1024 * 1024},
+                                   {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                   {"PiB", 1024.0 * 1024 * 1024 * 1024 * 1024}};
+
+// Four significant digits for values from 1 to 9999.
+std::string four_digits(double value) {
+  const double magnitude = std::abs(value);
+  return format_fixed(value, magnitude >= 1000 ? 0 : magnitude >= 100 ? 1 : magnitude >= 10 ? 2 : 3);
+}
+
+}  // namespace
+
+ByteUnit byte_unit_for(double largest_bytes) {
+  std::size_t unit = 0;
+  while (unit + 1 < std::size(kByteUnits) && std::abs(largest_bytes) >= kByteUnits[unit + 1].bytes) ++unit;
+  return kByteUnits[unit];
+}
+
 std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int unit = 0;
-  while (std::abs(bytes) >= 1024.0 && unit < 5) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  return format_fixed(bytes, unit == 0 ? 0 : 2) + " " + units[unit];
+  const ByteUnit unit = byte_unit_for(bytes);
+  return format_fixed(bytes / unit.bytes, unit.bytes == 1.0 ? 0 : 2) + " " + unit.name;
 }
 
 std::string format_seconds(double seconds) {
   if (!std::isfinite(seconds)) return "-";
-  if (seconds < 1e-3) return format_fixed(seconds * 1e6, 1) + " us";
-  if (seconds < 1.0) return format_fixed(seconds * 1e3, 3) + " ms";
-  return format_fixed(seconds, 2) + " s";
+  if (seconds < 1e-3) return four_digits(seconds * 1e6) + " us";
+  if (seconds < 1.0) return four_digits(seconds * 1e3) + " ms";
+  return four_digits(seconds) + " s";
+}
+
+std::string format_flops_rate(double flops_per_second) {
+  if (!std::isfinite(flops_per_second)) return "-";
+  static const std::pair<double, const char*> kUnits[] = {
+      {1e15, "PFLOP/s"}, {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1e3, "kFLOP/s"}};
+  for (const auto& [size, name] : kUnits) {
+    if (std::abs(flops_per_second) >= size) return four_digits(flops_per_second / size) + " " + name;
+  }
+  return four_digits(flops_per_second) + " FLOP/s";
+}
+
+std::string count_of(std::size_t count, const std::string& singular, const std::string& plural) {
+  return std::to_string(count) + " " + (count == 1 ? singular : plural.empty() ? singular + "s" : plural);
+}
+
+std::vector<std::string> wrap_words(const std::string& text, std::size_t width, const std::string& indent) {
+  std::vector<std::string> lines;
+  std::istringstream words(text);
+  std::string line;
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? indent : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
 }
 
 }  // namespace attnbench

@@ -1,4 +1,4 @@
-// The extension point of DESIGN.md §3: one way of computing attention on one
+// The extension point of docs/design.md §3: one way of computing attention on one
 // device, registered under a stable name "<device>.<algorithm>".
 //
 // Adding an implementation is one file that defines a subclass and registers it:
@@ -79,7 +79,7 @@ class Implementation {
   virtual void backward(const Problem& problem, const AttentionBuffers& buffers,
                         ExecutionContext& context) = 0;
 
-  // The materializing implementation whose error bounds this one's (DESIGN §3:
+  // The materializing implementation whose error bounds this one's (docs/design.md §6:
   // at most twice its error plus a floor); empty for none.
   virtual std::string_view accuracy_baseline() const { return {}; }
   // True for the fp64 oracle itself, which is not checked against itself.

@@ -1,4 +1,4 @@
-// The measurement protocol of DESIGN.md §3, independent of the device: warm up,
+// The measurement protocol of docs/design.md §4, independent of the device: warm up,
 // take samples until the median is known well enough (or a limit is reached),
 // keep every raw sample. The stopping rule is checked after every sample at a
 // cost that does not grow with the sample count (RunningMedianInterval).

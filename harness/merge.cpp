@@ -12,6 +12,7 @@
 
 #include "file_lock.hpp"
 #include "message_text.hpp"
+#include "format.hpp"
 #include "results.hpp"
 #include "results_journal.hpp"
 #include "run_identity.hpp"
@@ -432,9 +433,9 @@ int merge_files(const MergeRequest& request) {
   for (const std::string& reason : merged.incomplete) {
     std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
   }
-  std::printf("Merged %zu files: %zu records, %s. Results: %s\n", inputs.size(),
-              merged.document["records"].size(), merged.incomplete.empty() ? "complete" : "incomplete",
-              output.c_str());
+  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(inputs.size(), "file").c_str(),
+              count_of(merged.document["records"].size(), "record").c_str(),
+              merged.incomplete.empty() ? "complete" : "incomplete", output.c_str());
   return kExitSuccess;
 }
 

@@ -1,4 +1,4 @@
-// `attnbench merge` (DESIGN §10): joins the results files of a sharded run
+// `attnbench merge` (docs/design.md §10, docs/results.md): joins the results files of a sharded run
 // (`run --shard K/N`), or any results files of the same scenarios, into one
 // results file. docs/results.md ("Merged files") states the rules:
 // - bad input (exit 2, nothing written): a file that is not a valid results

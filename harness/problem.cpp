@@ -351,7 +351,11 @@ std::string case_key(const Problem& p) {
   if (p.scale) key << "-scale(" << format_number(*p.scale) << ")";
   key << "-in." << to_string(p.input.distribution) << "(" << format_number(p.input.a) << ","
       << format_number(p.input.b) << ",s" << p.input.seed << ")";
-  if (p.tile.block_q || p.tile.block_k) key << "-tile(" << p.tile.block_q << "x" << p.tile.block_k << ")";
+  // The tile that runs, when it is not the default (an unset size is the default).
+  const std::int64_t block_q = TileHint::configured(p.tile.block_q), block_k = TileHint::configured(p.tile.block_k);
+  if (block_q != TileHint::kDefaultBlock || block_k != TileHint::kDefaultBlock) {
+    key << "-tile(" << block_q << "x" << block_k << ")";
+  }
   return key.str();
 }
 

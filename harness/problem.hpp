@@ -1,4 +1,4 @@
-// The workload model of DESIGN.md §2: one attention problem, resolved and
+// The workload model of docs/design.md §2: one attention problem, resolved and
 // checked, with its exact FLOP count, its compulsory-bytes model and its
 // tensor geometry.
 #pragma once
@@ -56,10 +56,13 @@ struct PaddingSpec {
 };
 
 // Tile sizes for the implementations that tile on the CPU; 0 means the
-// implementation's default. CUDA kernels use their compiled tiles and ignore it.
+// default, kDefaultBlock. CUDA kernels use their compiled tiles and ignore it.
 struct TileHint {
+  static constexpr std::int64_t kDefaultBlock = 64;
   std::int64_t block_q = 0;
   std::int64_t block_k = 0;
+  // The block size that runs for a hint (0: the default).
+  static std::int64_t configured(std::int64_t hint) { return hint > 0 ? hint : kDefaultBlock; }
 };
 
 // The documented limits of a problem's sizes (docs/scenarios.md), checked by
@@ -102,7 +105,7 @@ struct Problem {
   std::int64_t length_k(std::int64_t b) const;  // valid key length of batch element b
 };
 
-// The dropout RNG contract (DESIGN §2) instantiated for this problem.
+// The dropout RNG contract (docs/design.md §2.3) instantiated for this problem.
 DropoutRng dropout_rng(const Problem& problem);
 
 // Fills lengths_q / lengths_k for every batch element from the padding spec
@@ -154,7 +157,7 @@ inline std::int64_t lse_index(const Problem& p, std::int64_t b, std::int64_t h, 
   return (b * p.heads + h) * p.seqlen_q + i;
 }
 
-// ---- FLOPs (DESIGN §2: count visible pairs exactly) ---------------------------
+// ---- FLOPs (docs/design.md §2.4: count visible pairs exactly) ---------------------------
 
 // Number of visible (i, j) pairs over every batch element and query head, in
 // O(1) per distinct pair of valid lengths (mask_sums.hpp).

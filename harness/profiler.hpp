@@ -1,4 +1,4 @@
-// The profiling pass of DESIGN §3 "HBM traffic", independent of the device: a
+// The profiling pass of docs/design.md §5, independent of the device: a
 // backend that has hardware counters hands out a DeviceProfiler (the cuda
 // backend: CUPTI's Range Profiler, harness/cuda/cupti_profiler.hpp). It
 // answers one probe (available, or why not and what would help) and brackets

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "errors.hpp"
 #include "message_text.hpp"
+#include "format.hpp"
 #include "results.hpp"
 #include "runner.hpp"
 
@@ -153,10 +155,52 @@ Cell ratio_cell(const Json& record, std::optional<double> numerator, std::option
   return numerator && denominator ? Cell::value(*numerator / *denominator) : Cell::empty();
 }
 
-// Bytes as GB: the record's marker when it is not ok, empty when there are none.
-Cell gigabytes_cell(const Json& record, std::optional<double> bytes) {
+// Bytes in `unit`: the record's marker when it is not ok, empty when there are none.
+Cell bytes_cell(const Json& record, std::optional<double> bytes, const ByteUnit& unit) {
   if (!is_ok(record)) return missing(record);
-  return bytes ? Cell::value(*bytes * 1e-9) : Cell::empty();
+  return bytes ? Cell::value(*bytes / unit.bytes) : Cell::empty();
+}
+
+// The largest amount any ok record gives, for the unit of a column.
+double largest_amount(const MergedResults& results, const std::function<std::optional<double>(const Json&)>& amount) {
+  double largest = 0;
+  for (const RecordRef& ref : results.records()) {
+    if (!is_ok(*ref.record)) continue;
+    if (const std::optional<double> value = amount(*ref.record)) largest = std::max(largest, *value);
+  }
+  return largest;
+}
+
+// Binary byte units (KiB, MiB, GiB) everywhere, as the terminal output; a
+// table takes the largest unit in which its largest number is at least 1.
+ByteUnit table_byte_unit(const MergedResults& results,
+                         const std::vector<std::function<std::optional<double>(const Json&)>>& amounts) {
+  double largest = 0;
+  for (const auto& amount : amounts) largest = std::max(largest, largest_amount(results, amount));
+  return byte_unit_for(largest);
+}
+
+std::string byte_unit_note(const ByteUnit& unit) {
+  static const std::map<std::string, std::string> kPowers{
+      {"B", "bytes"}, {"KiB", "2^10 bytes"}, {"MiB", "2^20 bytes"}, {"GiB", "2^30 bytes"}, {"TiB", "2^40 bytes"},
+      {"PiB", "2^50 bytes"}};
+  return std::string(unit.name) + " = " + kPowers.at(unit.name);
+}
+
+// FLOP/s in TFLOP/s, or in GFLOP/s (MFLOP/s) when the fastest record would
+// show less than 1 TFLOP/s (GFLOP/s).
+struct RateUnit {
+  const char* name;
+  double flops_per_second;
+};
+RateUnit table_rate_unit(const MergedResults& results) {
+  const double largest = largest_amount(results, [](const Json& r) -> std::optional<double> {
+    const Json& tflops = at(r, {"timing", "tflops"});
+    return tflops.is_number() ? std::optional(tflops.get<double>() * 1e12) : std::nullopt;
+  });
+  if (largest >= 1e12) return {"TFLOP/s", 1e12};
+  if (largest >= 1e9) return {"GFLOP/s", 1e9};
+  return {"MFLOP/s", 1e6};
 }
 
 // ---- Grouping: split by every problem field that varies other than the lengths ----
@@ -239,7 +283,8 @@ struct RecordGroup {
 
 struct Grouping {
   std::vector<RecordGroup> groups;  // in order of first appearance
-  Json common = Json::object();     // the fields every record shares
+  Json common = Json::object();         // the fields every record shares
+  Json common_labels = Json::object();  // the same, as text ("input": "normal(0,1) seed 0")
   std::string common_text;
 };
 
@@ -266,6 +311,7 @@ Grouping group_by_varying_fields(const std::vector<RecordRef>& records) {
       varying.push_back(f);
     } else if (!distinct[f].empty()) {
       grouping.common[fields[f].name] = distinct[f][0];
+      grouping.common_labels[fields[f].name] = fields[f].text(distinct[f][0]);
       common_parts.push_back(std::string(fields[f].name) + "=" + fields[f].text(distinct[f][0]));
     }
   }
@@ -432,6 +478,7 @@ void add_closing_notes(Table& table, const MergedResults& results) {
 Grouping start_sweep_table(Table& table, const MergedResults& results) {
   Grouping grouping = group_by_varying_fields(results.records());
   table.metadata["common"] = grouping.common;
+  table.metadata["common_labels"] = grouping.common_labels;
   if (grouping.groups.size() > 1) table.notes.push_back("Every group: " + grouping.common_text + ".");
   return grouping;
 }
@@ -441,8 +488,9 @@ Grouping start_sweep_table(Table& table, const MergedResults& results) {
 Table fig2_table(const MergedResults& results, const ReportOptions& options) {
   Table table = new_table("fig2", "Attention cost per implementation (FlashAttention, Figure 2 left)", results,
                           resolve_baseline(results, options));
+  const ByteUnit unit = table_byte_unit(results, {[](const Json& r) { return hbm_bytes(r).first; }});
   table.columns = {implementation_column(), Column::number("gflops", "GFLOPs", "GFLOP", "flops", 1),
-                   Column::number("hbm", "HBM R/W GB", "GB", "hbm_bytes", 2),
+                   Column::number("hbm", std::string("HBM R/W ") + unit.name, unit.name, "hbm_bytes", 2),
                    Column::text("hbm_source", "HBM source", "hbm_source"),
                    Column::number("runtime", "runtime ms", "ms", "runtime", 3)};
   std::map<std::string, std::size_t> index;  // scenario + case key -> group
@@ -464,15 +512,16 @@ Table fig2_table(const MergedResults& results, const ReportOptions& options) {
       const auto [bytes, source] = hbm_bytes(record);
       table.groups[g].rows.push_back({Cell::label(record["implementation"]),
                                       measured(record, at(record, {"flops", "total"}), 1e-9),
-                                      gigabytes_cell(record, bytes), Cell::label(is_ok(record) ? source : "-"),
+                                      bytes_cell(record, bytes, unit), Cell::label(is_ok(record) ? source : "-"),
                                       measured(record, at(record, {"timing", "statistics", "p50"}), 1e3)});
     }
   }
   table.notes = {
-      "GFLOPs: the exact visible-pair count (DESIGN.md section 2), the same for every implementation: unlike the "
+      "GFLOPs: the exact visible-pair count (docs/design.md, FLOPs), the same for every implementation: unlike the "
       "paper's figure, the fused algorithm's recomputation in the backward pass is not counted as work.",
-      "HBM R/W: read plus written bytes; source measured = DRAM bytes from the profiler, counted = bytes a CPU tiled "
-      "implementation moved between its full-size arrays and tile buffers (the paper's HBM-access model).",
+      "HBM R/W: read plus written bytes (" + byte_unit_note(unit) + "); source measured = DRAM bytes from the "
+      "profiler, counted = bytes a CPU tiled implementation moved between its full-size arrays and tile buffers (the "
+      "paper's HBM-access model).",
       "Runtime: the median sample."};
   add_closing_notes(table, results);
   return table;
@@ -482,15 +531,15 @@ Table fig2_table(const MergedResults& results, const ReportOptions& options) {
 
 // A column per implementation: what its title says after the name, its unit.
 struct ColumnSpec {
-  const char* key;   // "runtime"
-  const char* what;  // "ms"
-  const char* unit;
+  std::string key;   // "runtime"
+  std::string what;  // "ms"
+  std::string unit;
   int decimals;
 };
 // A number each record gives.
 struct Quantity {
   ColumnSpec column;
-  Cell (*cell)(const Json& record);
+  std::function<Cell(const Json& record)> cell;
 };
 // The baseline's amount over each other implementation's (speedup, reduction).
 struct Ratio {
@@ -550,13 +599,14 @@ Table seqlen_table(const MergedResults& results, const ReportOptions& options) {
   const Quantity runtime{{"runtime", "ms", "ms", 3}, [](const Json& r) {
                            return measured(r, at(r, {"timing", "statistics", "p50"}), 1e3);
                          }};
-  const Quantity tflops{{"tflops", "TFLOP/s", "TFLOP/s", 2}, [](const Json& r) {
-                          return measured(r, at(r, {"timing", "tflops"}));
-                        }};
-  fill_wide_sweep_table(table, results, baseline, {runtime, tflops},
+  const RateUnit rate = table_rate_unit(results);
+  const Quantity throughput{{"throughput", rate.name, rate.name, 2}, [rate](const Json& r) {
+                              return measured(r, at(r, {"timing", "tflops"}), 1e12 / rate.flops_per_second);
+                            }};
+  fill_wide_sweep_table(table, results, baseline, {runtime, throughput},
                         Ratio{{"speedup", "speedup", "x", 2}, median_seconds});
-  table.notes.push_back(
-      "Runtime: the median sample. TFLOP/s: the exact visible-pair FLOP count (DESIGN.md section 2) over the median.");
+  table.notes.push_back("Runtime: the median sample. " + std::string(rate.name) +
+                        ": the exact visible-pair FLOP count (docs/design.md, FLOPs) over the median.");
   table.notes.push_back(baseline.empty()
                             ? "No speedups: the results have neither cuda.cublas nor cpu.standard; name a baseline "
                               "with --baseline."
@@ -570,16 +620,17 @@ Table seqlen_table(const MergedResults& results, const ReportOptions& options) {
 Table memory_table(const MergedResults& results, const ReportOptions& options) {
   const std::string baseline = resolve_baseline(results, options);
   Table table = new_table("memory", "Peak memory by sequence length (FlashAttention Table 21)", results, baseline);
-  const Quantity peak{{"peak_memory", "peak MB", "MB", 1}, [](const Json& r) {
-                        return measured(r, at(r, {"memory", "peak_bytes"}), 1e-6);
+  const ByteUnit unit = table_byte_unit(results, {peak_bytes});
+  const Quantity peak{{"peak_memory", std::string("peak ") + unit.name, unit.name, 2}, [unit](const Json& r) {
+                        return measured(r, at(r, {"memory", "peak_bytes"}), 1 / unit.bytes);
                       }};
-  const Quantity extra{{"extra_memory", "extra MB", "MB", 1}, [](const Json& r) {
-                         return measured(r, at(r, {"memory", "extra_bytes"}), 1e-6);
+  const Quantity extra{{"extra_memory", std::string("extra ") + unit.name, unit.name, 2}, [unit](const Json& r) {
+                         return measured(r, at(r, {"memory", "extra_bytes"}), 1 / unit.bytes);
                        }};
   fill_wide_sweep_table(table, results, baseline, {peak, extra},
                         Ratio{{"memory_reduction", "reduction", "x", 2}, peak_bytes});
   table.notes.push_back(
-      "MB = 10^6 bytes. Peak: the high-water mark of the device memory the call used (inputs, outputs and "
+      byte_unit_note(unit) + ". Peak: the high-water mark of the device memory the call used (inputs, outputs and "
       "workspace); extra: peak minus inputs and outputs.");
   table.notes.push_back(baseline.empty()
                             ? "No reduction factors: the results have neither cuda.cublas nor cpu.standard; name a "
@@ -596,10 +647,15 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
       new_table("io", "HBM traffic against the compulsory bytes", results, resolve_baseline(results, options));
   table.columns = length_columns();
   table.columns.push_back(implementation_column());
-  table.columns.push_back(Column::number("compulsory", "compulsory GB", "GB", "compulsory_bytes", 3));
-  table.columns.push_back(Column::number("modelled", "modelled GB", "GB", "modelled_bytes", 3));
-  table.columns.push_back(Column::number("counted", "counted GB", "GB", "counted_bytes", 3));
-  table.columns.push_back(Column::number("measured", "measured GB", "GB", "measured_bytes", 3));
+  const auto traffic_of = [](const char* kind) {
+    return [kind](const Json& r) { return total_bytes(at(r, {"traffic", kind})); };
+  };
+  const ByteUnit unit = table_byte_unit(
+      results, {traffic_of("compulsory"), traffic_of("modelled"), traffic_of("counted"), traffic_of("measured")});
+  for (const char* kind : {"compulsory", "modelled", "counted", "measured"}) {
+    table.columns.push_back(Column::number(kind, std::string(kind) + " " + unit.name, unit.name,
+                                           std::string(kind) + "_bytes", 3));
+  }
   table.columns.push_back(Column::number("ratio", "traffic / compulsory", "x", "traffic_ratio", 2));
   table.columns.push_back(Column::number("model_ratio", "traffic / modelled", "x", "traffic_model_ratio", 2));
   table.columns.push_back(Column::text("source", "traffic source", "hbm_source"));
@@ -614,10 +670,10 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
         std::vector<Cell> cells = length_cells(row);
         cells.push_back(Cell::label(record["implementation"]));
         const std::optional<double> modelled = total_bytes(at(record, {"traffic", "modelled"}));
-        cells.push_back(gigabytes_cell(record, compulsory));
-        cells.push_back(gigabytes_cell(record, modelled));
-        cells.push_back(gigabytes_cell(record, total_bytes(at(record, {"traffic", "counted"}))));
-        cells.push_back(gigabytes_cell(record, total_bytes(at(record, {"traffic", "measured"}))));
+        cells.push_back(bytes_cell(record, compulsory, unit));
+        cells.push_back(bytes_cell(record, modelled, unit));
+        cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "counted"})), unit));
+        cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "measured"})), unit));
         cells.push_back(ratio_cell(record, traffic, compulsory > 0 ? std::optional(compulsory) : std::nullopt));
         cells.push_back(ratio_cell(record, traffic, modelled && *modelled > 0 ? modelled : std::nullopt));
         cells.push_back(Cell::label(is_ok(record) ? source : "-"));
@@ -628,7 +684,7 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
   }
   table.notes.insert(
       table.notes.end(),
-      {"GB = 10^9 bytes, read plus written. Compulsory: every input read once and every output written once "
+      {byte_unit_note(unit) + ", read plus written. Compulsory: every input read once and every output written once "
        "(both passes for fwd+bwd); counted: bytes a CPU tiled implementation moved between its full-size arrays and "
        "tile buffers; measured: DRAM bytes from the profiler (- when none collected them); modelled: the "
        "implementation's analytic HBM traffic (standard or fused, docs/io-models.md).",
@@ -713,9 +769,9 @@ Table accuracy_table(const MergedResults& results, const ReportOptions& options)
 
 const std::vector<TableKind>& table_kinds() {
   static const std::vector<TableKind> kinds{
-      {"fig2", "GFLOPs, HBM R/W GB and runtime per implementation, per case (FlashAttention Figure 2 left)",
+      {"fig2", "GFLOPs, HBM R/W bytes and runtime per implementation, per case (FlashAttention Figure 2 left)",
        fig2_table},
-      {"seqlen", "runtime, TFLOP/s and speedup over the baseline by sequence length (Appendix E, FA2 figures)",
+      {"seqlen", "runtime, FLOP/s and speedup over the baseline by sequence length (Appendix E, FA2 figures)",
        seqlen_table},
       {"memory", "peak and extra memory by sequence length with the reduction factor (Table 21)", memory_table},
       {"io", "compulsory, counted and measured HBM bytes per record", io_table},

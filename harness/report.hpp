@@ -1,4 +1,4 @@
-// `attnbench report` (DESIGN §7): paper-style tables built from one or several
+// `attnbench report` (docs/reports.md): paper-style tables built from one or several
 // results files merged into one view. Each table kind is one builder function in
 // table_kinds(); rendering is harness/table.hpp's. See docs/reports.md for the
 // tables, what each reproduces from the FlashAttention papers, and the grouping

@@ -1,7 +1,8 @@
-// The results file (DESIGN §3): one versioned JSON document per run, validated
-// by scenarios/results.schema.json and always replaced whole (a temporary file,
-// then a rename). How a run writes it — at its start and its end, with every
-// finished case journaled in between — is results_output.hpp's.
+// The results file (docs/design.md §7, docs/results.md): one versioned JSON
+// document per run, validated by scenarios/results.schema.json and always
+// replaced whole (a temporary file, then a rename). How a run writes it — at
+// its start and its end, with every finished case journaled in between — is
+// results_output.hpp's.
 #pragma once
 
 #include <array>

@@ -37,8 +37,8 @@ namespace attnbench {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
-                                                    const std::string& requested_by) {
+std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
+                                                     const std::string& requested_by) {
   auto& registry = ImplementationRegistry::instance();
   std::vector<Implementation*> selected;
   if (requested.empty()) {
@@ -64,6 +64,12 @@ std::vector<Implementation*> select_implementations(const std::vector<std::strin
     selected.push_back(implementation);
   }
   if (!unknown.empty()) throw InputError(unknown);
+  return selected;
+}
+
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by) {
+  const std::vector<Implementation*> selected = resolve_implementations(requested, requested_by);
   for (Implementation* implementation : selected) {
     const Verdict available = implementation->availability();
     if (!available.ok) {
@@ -555,20 +561,36 @@ std::size_t fewest_samples_with_a_median_interval() {
   return n;
 }
 
+// The summary table: one block per case, one row per implementation, fitting
+// 80 columns for names of up to 17 characters (cuda.flash.simple). A record
+// that is not ok shows its status where the median would be, and its reason
+// on wrapped lines of its own.
 void print_summary(const ResultsDocument& results) {
+  const Json& records = results.json()["records"];
+  int name_width = 14;
+  for (const auto& record : records) {
+    name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
+  }
   std::string current_case;
   bool any_timing = false;
-  for (const auto& record : results.json()["records"]) {
+  for (const auto& record : records) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
     if (case_label != current_case) {
       current_case = case_label;
-      std::printf("\n%s  %s\n", case_label.c_str(), short_case_label(record["problem"]).c_str());
-      std::printf("  %-16s %-8s %11s %8s %8s %9s %11s  %s\n", "implementation", "status", "median", "+-CI/2",
-                  "samples", "TFLOP/s", "peak mem", "worst error (rel.)");
+      const std::string label = short_case_label(record["problem"]);
+      if (case_label.size() + 2 + label.size() <= 80) {
+        std::printf("\n%s  %s\n", case_label.c_str(), label.c_str());
+      } else {
+        std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
+      }
+      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, "implementation", "median", "+-CI/2", "samples",
+                  "throughput", "peak mem", "rel. error");
     }
     const Json& timing = record["timing"];
-    std::string median = "-", spread = "-", samples = "-", tflops = "-", peak = "-";
+    const bool ok = record["status"] == "ok";
+    std::string median = ok ? "-" : record["status"].get<std::string>();
+    std::string spread = "-", samples = "-", throughput = "-", peak = "-";
     if (!timing.is_null()) {
       any_timing = true;
       const Json& statistics = timing["statistics"];
@@ -580,18 +602,25 @@ void print_summary(const ResultsDocument& results) {
         spread = format_fixed(100 * half_width, 1) + "%";
       }
       samples = std::to_string(statistics["count"].get<std::size_t>()) + (timing["converged"].get<bool>() ? " " : "*");
-      tflops = format_fixed(timing["tflops"].get<double>(), 4);
+      if (p50 > 0) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
     }
     if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
-    std::printf("  %-16s %-8s %11s %8s %8s %9s %11s  %s\n", record["implementation"].get<std::string>().c_str(),
-                record["status"].get<std::string>().c_str(), median.c_str(), spread.c_str(), samples.c_str(),
-                tflops.c_str(), peak.c_str(), worst_error(record["accuracy"]).c_str());
-    if (record["status"] != "ok") std::printf("    %s\n", record["reason"].get<std::string>().c_str());
+    std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
+                median.c_str(), spread.c_str(), samples.c_str(), throughput.c_str(), peak.c_str(),
+                worst_error(record["accuracy"]).c_str());
+    if (!ok) {
+      for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
   }
   if (any_timing) {
-    std::printf("\n+-CI/2: half the median's 95%% CI, relative (- below %zu samples, too few for one). "
-                "samples: * = stopped at max_samples or max_seconds before the CI reached target_ci_width.\n",
-                fewest_samples_with_a_median_interval());
+    const std::string legend =
+        "+-CI/2: half the median's 95% CI, relative (- below " + std::to_string(fewest_samples_with_a_median_interval()) +
+        " samples, too few for one). samples: * = stopped at max_samples or max_seconds before the CI reached "
+        "target_ci_width.";
+    std::printf("\n");
+    for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
   }
 }
 
@@ -693,6 +722,18 @@ EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& out
                           "--resume");
 }
 
+// "24 records: 20 ok, 3 skipped, 1 failed"
+std::string record_counts(const Json& records) {
+  std::map<std::string, std::size_t> by_status;
+  for (const auto& record : records) ++by_status[record["status"].get<std::string>()];
+  std::string text = count_of(records.size(), "record");
+  std::string parts;
+  for (const char* status : {"ok", "skipped", "failed"}) {
+    parts += std::string(parts.empty() ? "" : ", ") + std::to_string(by_status[status]) + " " + status;
+  }
+  return text + ": " + parts;
+}
+
 }  // namespace
 
 std::optional<Regex> case_filter(const std::string& pattern) {
@@ -706,7 +747,8 @@ std::optional<Regex> case_filter(const std::string& pattern) {
 
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
-  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  scenarios.insert(scenarios.end(), options.built_scenarios.begin(), options.built_scenarios.end());
   const std::optional<Regex> filter = case_filter(options.filter);
   const CpuAvailability cpus = available_cpus();
   const int threads = options.threads > 0 ? options.threads : cpus.count;
@@ -827,8 +869,7 @@ int run_scenarios(const RunOptions& options) {
   }
   std::size_t failed = 0;
   for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
-  std::printf("\n%zu records, %zu failed. Results: %s\n", results.json()["records"].size(), failed,
-              output.path().c_str());
+  std::printf("\n%s. Results: %s\n", record_counts(results.json()["records"]).c_str(), output.path().c_str());
   if (dumper.enabled()) std::printf("Arrays: %s\n", dump_index_path(options.dump_dir).c_str());
   return failed ? kExitGateFailed : kExitSuccess;
 }

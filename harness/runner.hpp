@@ -21,6 +21,7 @@ namespace attnbench {
 
 struct RunOptions {
   std::vector<std::string> scenario_paths;
+  std::vector<Scenario> built_scenarios;     // scenarios built in memory (`bench`), run after the files'
   std::string output_path;                   // empty: results/<scenario>-<time>.json
   std::vector<std::string> implementations;  // --impl; overrides the scenarios' lists
   std::string filter;                        // regex (regex.hpp) searched in "<scenario>/<case key>"
@@ -36,10 +37,14 @@ struct RunOptions {
   std::vector<std::string> command_line;
 };
 
-// The implementations a scenario runs: `requested` (from --impl or the scenario)
-// or the default set (every available implementation on an accelerator when
-// one is available, else every CPU implementation). Throws InputError for an
-// unknown name and EnvironmentError for one this machine cannot run.
+// The implementations a scenario names: `requested` (from --impl or the
+// scenario) or the default set (every available implementation on an
+// accelerator when one is available, else every CPU implementation), whether
+// or not this machine can run them. Throws InputError for an unknown name.
+std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
+                                                     const std::string& requested_by);
+// The same, for running them: also throws EnvironmentError for one this
+// machine cannot run.
 std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
                                                     const std::string& requested_by);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "embedded_schemas.hpp"
+#include "format.hpp"
 #include "implementation.hpp"
 #include "json_schema.hpp"
 #include "json_text.hpp"
@@ -81,15 +82,27 @@ std::string section_of(const std::string& path) {
 
 class ScenarioParser {
  public:
-  // `broken` lists sections with schema errors: they are skipped, so the
-  // semantic checks of the rest still run and every problem is reported at once.
-  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, std::set<std::string> broken)
-      : file_(file), diagnostics_(diagnostics), broken_(std::move(broken)) {}
+  // `broken` lists the paths of the schema errors. A value with a schema error
+  // is never used, so the semantic checks of everything else still run and
+  // every problem is reported at once: a case is built unless one of the
+  // values it takes (from defaults, its entry in cases, a sweep point) is broken.
+  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, std::vector<std::string> broken)
+      : file_(file), diagnostics_(diagnostics), broken_paths_(std::move(broken)) {
+    for (const std::string& path : broken_paths_) broken_.insert(section_of(path));
+  }
 
-  // Whether the sections every case depends on are sound.
-  bool cases_checkable() const {
-    for (const char* section : {"", "name", "description", "defaults", "sweep", "cases"}) {
-      if (broken_.count(section)) return false;
+  // Whether the structure every case is expanded from is sound: defaults an
+  // object, sweep an object of arrays, cases an array.
+  static bool cases_expandable(const Json& document) {
+    if (!document.is_object()) return false;
+    if (document.contains("defaults") && !document["defaults"].is_object()) return false;
+    if (document.contains("cases") && !document["cases"].is_array()) return false;
+    if (document.contains("sweep")) {
+      const Json& sweep = document["sweep"];
+      if (!sweep.is_object()) return false;
+      for (const auto& [key, values] : sweep.items()) {
+        if (!values.is_array() || values.empty()) return false;
+      }
     }
     return true;
   }
@@ -98,8 +111,10 @@ class ScenarioParser {
     Scenario scenario;
     scenario.path = file_;
     scenario.source = document;
-    scenario.name = document.at("name").get<std::string>();
-    scenario.description = document.at("description").get<std::string>();
+    scenario.name = document.contains("name") && document["name"].is_string() ? document["name"].get<std::string>() : "";
+    scenario.description = document.contains("description") && document["description"].is_string()
+                               ? document["description"].get<std::string>()
+                               : "";
 
     const Json empty = Json::object();
     const Json& defaults = document.contains("defaults") ? document["defaults"] : empty;
@@ -110,7 +125,7 @@ class ScenarioParser {
       const Json& cases = document["cases"];
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const std::string path = "cases[" + std::to_string(i) + "]";
-        if (broken_.count(path)) continue;
+        if (!cases[i].is_object()) continue;  // a schema error says so
         check_exclusive(cases[i], path);
         bases.emplace_back(&cases[i], path);
       }
@@ -159,7 +174,9 @@ class ScenarioParser {
           return scenario;
         }
         ScenarioCase scenario_case;
-        if (build_problem(merged, label, scenario_case.problem)) {
+        if (uses_broken_value(merged)) {
+          // Its schema errors are reported; the case is not expanded.
+        } else if (build_problem(merged, label, scenario_case.problem)) {
           scenario_case.key = case_key(scenario_case.problem);
           scenario_case.origin = label;
           const auto [existing, inserted] = seen_keys.emplace(scenario_case.key, label);
@@ -175,6 +192,8 @@ class ScenarioParser {
         if (a == 0) break;
       }
     }
+
+    report_case_issues(static_cast<std::size_t>(points) * bases.size());
 
     if (document.contains("implementations") && !broken_.count("implementations")) {
       const Json& names = document["implementations"];
@@ -219,6 +238,51 @@ class ScenarioParser {
     return count;
   }
 
+  // A problem of the case being built (current_label_). The same problem at
+  // the same key in several cases (a bad value in defaults) is reported once,
+  // naming the cases, by report_case_issues.
+  void case_error(const std::string& path, const std::string& message) {
+    ++case_errors_;
+    for (CaseIssue& issue : case_issues_) {
+      if (issue.path == path && issue.message == message) {
+        issue.cases.push_back(current_label_);
+        return;
+      }
+    }
+    case_issues_.push_back({path, message, {current_label_}});
+  }
+
+  void report_case_issues(std::size_t expanded_cases) {
+    for (const CaseIssue& issue : case_issues_) {
+      std::string where;
+      const std::size_t n = issue.cases.size();
+      if (expanded_cases > 1 && n == expanded_cases) {
+        where = " (in all " + std::to_string(n) + " cases)";
+      } else if (expanded_cases > 1) {
+        for (std::size_t i = 0; i < std::min<std::size_t>(n, 3); ++i) {
+          where += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + issue.cases[i];
+        }
+        if (n > 3) where += " and " + count_of(n - 3, "more case", "more cases");
+        where = " (in " + where + ")";
+      }
+      error(issue.path, issue.message + where);
+    }
+    case_issues_.clear();
+  }
+
+  // Whether a value the merged problem takes has a schema error (at its path or below).
+  bool uses_broken_value(const MergedProblem& merged) const {
+    for (const auto& [key, origin] : merged.origin) {
+      for (const std::string& broken : broken_paths_) {
+        if (broken.rfind(origin, 0) == 0 &&
+            (broken.size() == origin.size() || broken[origin.size()] == '.' || broken[origin.size()] == '[')) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   static std::string prefixed(const std::string& prefix, const std::string& key) {
     return prefix.empty() ? key : prefix + "." + key;
   }
@@ -256,10 +320,9 @@ class ScenarioParser {
   }
 
   template <typename T>
-  bool get_required(const MergedProblem& merged, const std::string& key, const std::string& label,
-                    T& out, const std::string& how) {
+  bool get_required(const MergedProblem& merged, const std::string& key, T& out, const std::string& how) {
     if (!merged.values.contains(key)) {
-      error(label, "missing \"" + key + "\"" + how + "; set it in defaults, the case or the sweep");
+      case_error("defaults", "missing \"" + key + "\"" + how + " (set it in defaults, the case or the sweep)");
       return false;
     }
     out = merged.values[key].get<T>();
@@ -268,25 +331,26 @@ class ScenarioParser {
 
   bool build_problem(const MergedProblem& merged, const std::string& label, Problem& p) {
     const Json& v = merged.values;
-    const std::size_t errors_before = diagnostics_.size();
+    current_label_ = label;
+    const std::size_t errors_before = case_errors_;
     std::int64_t tokens = 0, hidden = 0;
     bool ok = true;
     if (v.contains("tokens")) tokens = v["tokens"].get<std::int64_t>();
-    else ok &= get_required(merged, "batch", label, p.batch, " or \"tokens\"");
+    else ok &= get_required(merged, "batch", p.batch, " or \"tokens\"");
     if (v.contains("hidden")) hidden = v["hidden"].get<std::int64_t>();
-    else ok &= get_required(merged, "heads", label, p.heads, " or \"hidden\"");
-    ok &= get_required(merged, "seqlen_q", label, p.seqlen_q, " (or \"seqlen\")");
-    ok &= get_required(merged, "seqlen_k", label, p.seqlen_k, " (or \"seqlen\")");
-    ok &= get_required(merged, "head_dim", label, p.head_dim, "");
+    else ok &= get_required(merged, "heads", p.heads, " or \"hidden\"");
+    ok &= get_required(merged, "seqlen_q", p.seqlen_q, " (or \"seqlen\")");
+    ok &= get_required(merged, "seqlen_k", p.seqlen_k, " (or \"seqlen\")");
+    ok &= get_required(merged, "head_dim", p.head_dim, "");
     if (!ok) return false;
     const std::string context = "in " + label;
     // What tokens and hidden stand for is checked against the limits of batch
     // and heads before anything of that size exists.
     if (tokens) {
       if (tokens % p.seqlen_q != 0) {
-        error(merged.path_of("tokens", label), "tokens (" + std::to_string(tokens) +
-                                                   ") is not a multiple of seqlen_q (" +
-                                                   std::to_string(p.seqlen_q) + ")", context);
+        case_error(merged.path_of("tokens", label), "tokens (" + std::to_string(tokens) +
+                                                        ") is not a multiple of seqlen_q (" +
+                                                        std::to_string(p.seqlen_q) + ")");
         return false;
       }
       p.batch = tokens / p.seqlen_q;
@@ -301,9 +365,9 @@ class ScenarioParser {
     }
     if (hidden) {
       if (hidden % p.head_dim != 0) {
-        error(merged.path_of("hidden", label), "hidden (" + std::to_string(hidden) +
-                                                   ") is not a multiple of head_dim (" +
-                                                   std::to_string(p.head_dim) + ")", context);
+        case_error(merged.path_of("hidden", label), "hidden (" + std::to_string(hidden) +
+                                                        ") is not a multiple of head_dim (" +
+                                                        std::to_string(p.head_dim) + ")");
         return false;
       }
       p.heads = hidden / p.head_dim;
@@ -324,7 +388,7 @@ class ScenarioParser {
       p.mask.window_left = v["window"][0].get<std::int64_t>();
       p.mask.window_right = v["window"][1].get<std::int64_t>();
       if (p.mask.window_left < 0 && p.mask.window_right < 0) {
-        error(merged.path_of("window", label), "both bounds unbounded; use null for no window", context);
+        case_error(merged.path_of("window", label), "both bounds unbounded; use null for no window");
       }
     }
     if (v.contains("padding") && !v["padding"].is_null()) {
@@ -348,7 +412,7 @@ class ScenarioParser {
     if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), context, p);
     if (v.contains("block_q")) p.tile.block_q = v["block_q"].get<std::int64_t>();
     if (v.contains("block_k")) p.tile.block_k = v["block_k"].get<std::int64_t>();
-    if (diagnostics_.size() != errors_before) return false;
+    if (case_errors_ != errors_before) return false;
 
     // Lengths given once for both sides ("lengths") are reported under that key.
     const bool shared_lengths = v.contains("padding") && v["padding"].is_object() && v["padding"].contains("lengths");
@@ -358,9 +422,11 @@ class ScenarioParser {
       for (const char* side : {"padding.lengths_q", "padding.lengths_k"}) {
         if (shared_lengths && key.rfind(side, 0) == 0) key = "padding.lengths" + key.substr(std::string(side).size());
       }
-      if (reported.emplace(key, issue.message).second) error(merged.path_of(key, label), issue.message, context);
+      if (reported.emplace(key, issue.message).second) {
+        case_error(merged.path_of(key, label), issue.message);
+      }
     }
-    return diagnostics_.size() == errors_before;
+    return case_errors_ == errors_before;
   }
 
   void parse_padding(const Json& padding, const std::string& path, const std::string& context, Problem& p) {
@@ -370,12 +436,11 @@ class ScenarioParser {
     const bool shortfall = padding.contains("shortfall");
     const int forms = (lengths ? 1 : 0) + ((q || k) ? 1 : 0) + (shortfall ? 1 : 0);
     if (forms != 1 || (q != k)) {
-      error(path, "give exactly one of: \"lengths\"; \"lengths_q\" with \"lengths_k\"; \"shortfall\" (with an optional \"seed\")",
-            context);
+      case_error(path, "give exactly one of: \"lengths\"; \"lengths_q\" with \"lengths_k\"; \"shortfall\" (with an optional \"seed\")");
       return;
     }
     if (padding.contains("seed") && !shortfall) {
-      error(path + ".seed", "only random padding (\"shortfall\") takes a seed", context);
+      case_error(path + ".seed", "only random padding (\"shortfall\") takes a seed");
       return;
     }
     if (shortfall) {
@@ -384,7 +449,7 @@ class ScenarioParser {
       p.padding.shortfall_max = padding["shortfall"][1].get<std::int64_t>();
       p.padding.seed = padding.value("seed", std::uint64_t{0});
       if (p.padding.shortfall_min > p.padding.shortfall_max) {
-        error(path + ".shortfall", "needs [min, max] with min <= max", context);
+        case_error(path + ".shortfall", "needs [min, max] with min <= max");
       }
       return;
     }
@@ -398,8 +463,7 @@ class ScenarioParser {
     const bool normal = distribution == "normal";
     for (const char* key : normal ? std::vector<const char*>{"low", "high"} : std::vector<const char*>{"mean", "std"}) {
       if (input.contains(key)) {
-        error(path + "." + key, "does not apply to the " + distribution + " distribution (normal takes mean and std; uniform takes low and high)",
-              context);
+        case_error(path + "." + key, "does not apply to the " + distribution + " distribution (normal takes mean and std; uniform takes low and high)");
       }
     }
     p.input.distribution = normal ? Distribution::normal : Distribution::uniform;
@@ -441,9 +505,19 @@ class ScenarioParser {
     return s;
   }
 
+  struct CaseIssue {
+    std::string path;
+    std::string message;
+    std::vector<std::string> cases;  // the labels of the cases it was found in
+  };
+
   std::string file_;
   std::vector<Diagnostic>& diagnostics_;
-  std::set<std::string> broken_;
+  std::vector<std::string> broken_paths_;  // of the schema errors
+  std::set<std::string> broken_;           // the sections they are in
+  std::vector<CaseIssue> case_issues_;
+  std::string current_label_;  // of the case being built
+  std::size_t case_errors_ = 0;
 };
 
 }  // namespace
@@ -459,36 +533,57 @@ Scenario parse_scenario(const std::string& text, const std::string& file,
   const Json document = parse_json_document(text, file, diagnostics);
   if (diagnostics.size() != errors_before) return Scenario{};
 
+  if (is_json_schema(document)) {
+    diagnostics.push_back({file, "$schema", "is a JSON Schema (" + document["$schema"].get<std::string>() +
+                                                "), not a scenario file"});
+    return Scenario{};
+  }
   static const JsonSchema validator(scenario_schema());
-  std::set<std::string> broken;
+  std::vector<std::string> broken;
   for (const auto& problem : validator.validate(document)) {
     diagnostics.push_back({file, problem.path, problem.message});
-    broken.insert(section_of(problem.path));
+    broken.push_back(problem.path);
   }
+  if (!ScenarioParser::cases_expandable(document)) return Scenario{};
   ScenarioParser parser(file, diagnostics, std::move(broken));
-  if (!parser.cases_checkable()) return Scenario{};
   Scenario scenario = parser.parse(document);
   if (diagnostics.size() != errors_before) return Scenario{};
   return scenario;
 }
 
+bool is_json_schema(const nlohmann::ordered_json& document) {
+  if (!document.is_object() || !document.contains("$schema") || !document["$schema"].is_string()) return false;
+  const std::string& uri = document["$schema"].get_ref<const std::string&>();
+  return uri.rfind("https://json-schema.org/", 0) == 0 || uri.rfind("http://json-schema.org/", 0) == 0;
+}
+
+std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths) {
+  std::vector<ScenarioFile> files;
+  std::map<std::string, std::string> names;  // scenario name -> the file that uses it first
+  for (const auto& path : paths) {
+    ScenarioFile& file = files.emplace_back();
+    file.path = path;
+    std::string text;
+    if (!read_text_file(path, text, file.problems)) continue;
+    std::vector<Diagnostic> syntax;  // parse_scenario reports them
+    file.json_schema = is_json_schema(parse_json_document(text, path, syntax));
+    file.scenario = parse_scenario(text, path, file.problems);
+    if (!file.problems.empty()) continue;
+    const auto [existing, inserted] = names.emplace(file.scenario.name, path);
+    if (!inserted) {
+      file.problems.push_back({path, "name", "scenario name \"" + file.scenario.name + "\" is also used by " +
+                                                 existing->second + "; names must be unique in one run"});
+    }
+  }
+  return files;
+}
+
 std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths) {
   std::vector<Diagnostic> diagnostics;
   std::vector<Scenario> scenarios;
-  std::map<std::string, std::string> names;
-  for (const auto& path : paths) {
-    std::string text;
-    if (!read_text_file(path, text, diagnostics)) continue;
-    const std::size_t errors_before = diagnostics.size();
-    Scenario scenario = parse_scenario(text, path, diagnostics);
-    if (diagnostics.size() != errors_before) continue;
-    const auto [existing, inserted] = names.emplace(scenario.name, path);
-    if (!inserted) {
-      diagnostics.push_back({path, "name", "scenario name \"" + scenario.name + "\" is also used by " +
-                                               existing->second + "; names must be unique in one run"});
-      continue;
-    }
-    scenarios.push_back(std::move(scenario));
+  for (ScenarioFile& file : load_scenario_files(paths)) {
+    diagnostics.insert(diagnostics.end(), file.problems.begin(), file.problems.end());
+    if (file.problems.empty()) scenarios.push_back(std::move(file.scenario));
   }
   if (!diagnostics.empty()) throw InputError(std::move(diagnostics));
   return scenarios;

@@ -1,4 +1,4 @@
-// Scenario files (DESIGN §5): JSON with comments, checked against
+// Scenario files (docs/scenarios.md): JSON with comments, checked against
 // scenarios/scenario.schema.json and then semantically, expanded into cases.
 // Every problem in every file is reported at once (InputError), each naming the
 // file, the key path and what is allowed. docs/scenarios.md describes the format.
@@ -42,7 +42,24 @@ const nlohmann::ordered_json& scenario_schema();
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         std::vector<Diagnostic>& diagnostics);
 
-// Loads every file; throws InputError listing every problem in every file.
+// Whether a document is a JSON Schema (its "$schema" is a json-schema.org
+// meta-schema), such as scenarios/scenario.schema.json, rather than a scenario.
+bool is_json_schema(const nlohmann::ordered_json& document);
+
+// One file as loaded: its scenario, or every problem found in it.
+struct ScenarioFile {
+  std::string path;
+  bool json_schema = false;          // a JSON Schema, not a scenario (then `problems` says so)
+  std::vector<Diagnostic> problems;  // empty when the scenario is sound
+  Scenario scenario;                 // meaningful when `problems` is empty
+};
+
+// Loads every file on its own (a scenario name used by an earlier file is a
+// problem of the later one).
+std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths);
+
+// Loads every file; throws InputError listing every problem in every file (a
+// JSON Schema given as a scenario file is one).
 std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths);
 
 }  // namespace attnbench

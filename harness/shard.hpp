@@ -1,4 +1,4 @@
-// Sharded sweeps (DESIGN §10): `run --shard K/N` runs the K-th of N parts of the
+// Sharded sweeps (docs/design.md §10): `run --shard K/N` runs the K-th of N parts of the
 // expanded cases. The split is deterministic (every shard computes the same
 // assignment from the same scenarios) and balanced by estimated cost: cases go,
 // heaviest first, to the shard with the least work so far.

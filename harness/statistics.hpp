@@ -1,4 +1,4 @@
-// Robust summaries of timing samples (DESIGN §3): order statistics, and a
+// Robust summaries of timing samples (docs/design.md §4): order statistics, and a
 // distribution-free confidence interval for the median.
 #pragma once
 

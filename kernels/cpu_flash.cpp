@@ -24,7 +24,7 @@
 // dP~ = dO_i V_j^T; dS = P o (dP~ o Z/(1-p) - D_i); dQ_i += tau dS K_j (written
 // back); dK_j += tau dS^T Q_i. Then dK_j, dV_j are written (zeros for a block no
 // row sees).
-// Dropout (DESIGN §2) is regenerated from the RNG contract where it is needed.
+// Dropout (docs/design.md §2.3) is regenerated from the RNG contract where it is needed.
 // Tile pairs that are wholly masked (visible_key_bound) are skipped; partial
 // ones are predicated per element. Tiles are problem.tile.block_q x block_k
 // (64 x 64 by default).

@@ -24,7 +24,7 @@
 
 namespace attnbench::cpu_tiles {
 
-inline constexpr std::int64_t kDefaultBlock = 64;
+inline constexpr std::int64_t kDefaultBlock = TileHint::kDefaultBlock;
 
 // Rows of Q (block_q) and of K (block_k) per tile: the problem's hint, 64 when
 // the hint is 0, never more than the sequence.
@@ -33,7 +33,7 @@ struct TileShape {
   std::int64_t block_k = kDefaultBlock;
 };
 
-inline std::int64_t configured_block(std::int64_t hint) { return hint > 0 ? hint : kDefaultBlock; }
+inline std::int64_t configured_block(std::int64_t hint) { return TileHint::configured(hint); }
 
 // What the results file records about a tiled run.
 inline nlohmann::ordered_json tile_configuration(const Problem& p, const ExecutionContext& context) {

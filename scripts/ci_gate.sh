@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pull-request gate (DESIGN §6; docs/ci-gate.md has a GitHub Actions example):
+# The pull-request gate (docs/compare.md; docs/ci-gate.md has a GitHub Actions example):
 # runs one scenario with the base build and the head build on this machine,
 # interleaved, merges each side and compares them with the head's `attnbench compare`.
 #

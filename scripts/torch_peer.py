@@ -56,7 +56,7 @@ MEASURE_DEFAULTS = {"warmup_min_iterations": 2, "warmup_min_seconds": 0.05, "min
 ACCURACY_DEFAULTS = {"check": True, "max_oracle_macs": 4e9, "seed": 0, "floor_factor": 2.0,
                      "bound": {"fp64": 1e-12, "fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2}}
 ORACLE = "float64 reference of scripts/torch_peer.py (numpy, on the host)"
-DROPOUT_NOT_CHECKED = ("dropout: PyTorch draws its own dropout mask, not the Philox contract of DESIGN.md "
+DROPOUT_NOT_CHECKED = ("dropout: PyTorch draws its own dropout mask, not the Philox contract of docs/design.md "
                        "section 2, so no oracle reproduces it")
 
 
@@ -171,7 +171,7 @@ def logical_shape(problem, tensor):
 
 
 # ---------------------------------------------------------------------------
-# Masks (DESIGN.md section 2), per batch element as a boolean [Nq, Nk] matrix.
+# Masks (docs/design.md §2.1), per batch element as a boolean [Nq, Nk] matrix.
 
 def shift_of(problem, b):
     if problem["align"] == "top_left":
@@ -716,7 +716,7 @@ class BackendRun:
         if self.problem["kv_heads"] != self.problem["heads"]:
             self.configuration["gqa"] = "enable_gqa=True"
         if self.problem["dropout"]["p"] > 0:
-            self.configuration["dropout_rng"] = "PyTorch's generator (not the Philox contract of DESIGN.md)"
+            self.configuration["dropout_rng"] = "PyTorch's generator (not the Philox contract of docs/design.md)"
 
     def attention(self, q, k, v):
         torch, problem = self.torch, self.problem

@@ -1,4 +1,4 @@
-// The accuracy check (DESIGN §3): the seeded, bounded sample plan; the error
+// The accuracy check (docs/design.md §6): the seeded, bounded sample plan; the error
 // metrics and the per-dtype bound against the fp64 oracle; poison (NaN) and
 // -inf handling; the fused-versus-baseline rule and its floor; and the JSON
 // record against the results schema.

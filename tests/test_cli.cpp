@@ -46,7 +46,7 @@ TEST_F(Cli, QuickScenarioWritesAValidCompleteResultsFile) {
   const CommandResult run = run_attnbench("run " + scenario_path("quick.json") + " -o " + output.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("[8/8]"), std::string::npos) << "plain progress lines when not on a terminal";
-  EXPECT_NE(run.output.find("24 records, 0 failed"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("24 records: 24 ok, 0 skipped, 0 failed"), std::string::npos) << run.output;
 
   const Json results = read_json(output);
   expect_schema_valid(results);

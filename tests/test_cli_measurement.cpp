@@ -109,8 +109,8 @@ TEST_F(CliMeasurement, TheSummaryShowsSamplesAndMarksRecordsThatDidNotConverge) 
   CommandResult run = run_attnbench("run " + small() + " --threads 1 --min-samples 8 --max-samples 8 --target-ci 1e-9" +
                                     " -o " + out("a.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("+-CI/2  samples"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("       8* "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("+-CI/2 samples"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("      8* "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("samples: * = stopped at max_samples or max_seconds before the CI reached "
                             "target_ci_width"),
             std::string::npos)
@@ -125,7 +125,7 @@ TEST_F(CliMeasurement, TheSummaryShowsSamplesAndMarksRecordsThatDidNotConverge) 
   run = run_attnbench("run " + small() + " --threads 1 --min-samples 1 --max-samples 50 --max-time 5" +
                       " --target-ci 1000 -o " + out("b.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("       6  "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("      6  "), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("6* "), std::string::npos) << run.output;
 }
 

@@ -155,7 +155,7 @@ TEST_F(CliProfiling, CompareAndReportReadMeasurementsThatCollectedNothing) {
   EXPECT_EQ(compare.output.find("terminate"), std::string::npos) << compare.output;
   const CommandResult report = run_attnbench("report " + path("base.json").string() + " --table io");
   EXPECT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("modelled GB"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("modelled KiB"), std::string::npos) << report.output;
   EXPECT_NE(report.output.find("traffic / modelled"), std::string::npos) << report.output;
 }
 

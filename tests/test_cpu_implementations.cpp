@@ -1,7 +1,7 @@
 // cpu.standard and cpu.flash against the fp64 oracle cpu.reference, forward and
 // backward (O, LSE, dQ, dK, dV), over every mask kind, dropout off and on, odd
 // shapes, grouped-query heads, both dtypes, both layouts and several tile
-// shapes; the output semantics of DESIGN §2 (zeros and LSE = -inf where a row
+// shapes; the output semantics of docs/design.md §2.1 (zeros and LSE = -inf where a row
 // sees nothing, zero gradients for keys nobody sees, never NaN) for all three;
 // and bitwise reproducibility across thread counts.
 #include <gtest/gtest.h>
@@ -41,7 +41,7 @@ struct MaskCase {
   PaddingSpec::Kind padding = PaddingSpec::Kind::none;
 };
 
-// Every mask kind of DESIGN §2 on a 37 x 53 problem.
+// Every mask kind of docs/design.md §2.1 on a 37 x 53 problem.
 std::vector<MaskCase> mask_cases() {
   return {
       {"none", MaskSpec{}},
@@ -167,7 +167,7 @@ std::int64_t nan_count(const OwnedBuffer& tensor) {
   return count;
 }
 
-// DESIGN §2: rows that see nothing (padded or fully masked) give O = 0,
+// docs/design.md §2.1: rows that see nothing (padded or fully masked) give O = 0,
 // LSE = -inf and dQ = 0; keys that nobody sees get dK = dV = 0; nothing is NaN.
 void expect_output_semantics(const Problem& p, const Outputs& out) {
   EXPECT_EQ(nan_count(out.out), 0) << "NaN in O";

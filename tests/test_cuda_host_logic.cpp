@@ -908,7 +908,7 @@ void expect_close(const char* what, const std::vector<double>& got, const test::
   }
 }
 
-// DESIGN §2: rows that see no key have exact-zero O and dQ rows; keys no row
+// docs/design.md §2.1: rows that see no key have exact-zero O and dQ rows; keys no row
 // sees have exact-zero dK and dV rows.
 void expect_exact_zeros(const Problem& p, const PipelineOutputs& got) {
   struct ZeroRow {

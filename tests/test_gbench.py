@@ -104,6 +104,33 @@ class GbenchFrontEnd(unittest.TestCase):
                 case_key = rest[: -len("/manual_time")]
                 self.assertAlmostEqual(benchmark["flops"] * seconds / flops_of_case[case_key], 1.0, places=4)
 
+    def test_the_context_names_the_attnbench_build_and_threads(self):
+        run = self.gbench(f"--scenario={self.scenarios['tiny']}", "--threads=1", "--benchmark_format=json",
+                          "--benchmark_filter=cpu\\.flash", FAST)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        context = json.loads(run.stdout)["context"]
+        info = json.loads(subprocess.run([str(ARGS.attnbench), "info", "--json"], capture_output=True, text=True,
+                                         check=True).stdout)
+        self.assertEqual(context["attnbench_version"], info["tool"]["version"])
+        self.assertEqual(context["attnbench_git_revision"], info["tool"]["git_revision"])
+        self.assertEqual(context["attnbench_threads"], "1")
+
+    def test_listing_works_where_an_implementation_cannot_run(self):
+        info = json.loads(subprocess.run([str(ARGS.attnbench), "info", "--json"], capture_output=True, text=True,
+                                         check=True).stdout)
+        unavailable = [i["name"] for i in info["implementations"] if not i["available"]]
+        if not unavailable:
+            self.skipTest("every implementation of this build can run here")
+        scenario = attnbench_testing.write_scenario(self.directory / "gpu.json",
+                                                    dict(TINY, name="gpu", implementations=unavailable[:1]))
+        listing = self.gbench(f"--scenario={scenario}", "--benchmark_list_tests")
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        keys, _ = self.expected_cases("tiny")
+        self.assertEqual(sorted(listing.stdout.split()),
+                         sorted(f"gpu/{unavailable[0]}/{key}/manual_time" for key in keys))
+        self.assertEqual(self.gbench(f"--scenario={scenario}", "--benchmark_list_tests=false").returncode, 4)
+        self.assertEqual(self.gbench(f"--scenario={scenario}", FAST).returncode, 4, "running it is still refused")
+
     def test_filter_repetitions_and_benchmark_out(self):
         out = self.directory / "repetitions.json"
         run = self.gbench(f"--scenario={self.scenarios['tiny']}", r"--benchmark_filter=/cpu\.flash/", FAST,

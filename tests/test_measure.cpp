@@ -1,4 +1,4 @@
-// The measurement protocol (DESIGN §3) under a scripted timer: warm-up, the
+// The measurement protocol (docs/design.md §4) under a scripted timer: warm-up, the
 // stopping rules, and the raw samples and their statistics. No expectation
 // depends on how fast this machine runs, except that a wall-clock limit is
 // eventually reached.

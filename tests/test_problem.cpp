@@ -242,5 +242,18 @@ TEST(CaseKey, DistinguishesEveryFieldThatChangesTheWork) {
   EXPECT_EQ(case_key(base), case_key(make_problem(2, 4, 100, 77, 64)));
 }
 
+TEST(CaseKey, WritesTheTileThatRuns) {
+  Problem p = make_problem(2, 4, 100, 77, 64);
+  p.tile.block_q = 20;  // block_k unset: the default 64 runs
+  EXPECT_NE(case_key(p).find("-tile(20x64)"), std::string::npos) << case_key(p);
+  p.tile.block_q = 0;
+  p.tile.block_k = 32;
+  EXPECT_NE(case_key(p).find("-tile(64x32)"), std::string::npos) << case_key(p);
+  // The default tile given explicitly is the same case as an unset one.
+  p.tile.block_q = TileHint::kDefaultBlock;
+  p.tile.block_k = TileHint::kDefaultBlock;
+  EXPECT_EQ(case_key(p), case_key(make_problem(2, 4, 100, 77, 64)));
+}
+
 }  // namespace
 }  // namespace attnbench

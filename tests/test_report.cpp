@@ -19,6 +19,8 @@
 namespace attnbench {
 namespace {
 
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
 using Json = nlohmann::ordered_json;
 
 Problem make_problem(std::int64_t batch, std::int64_t heads, std::int64_t seqlen, std::int64_t head_dim,
@@ -261,13 +263,16 @@ TEST(ReportFig2, GigaflopsHbmBytesAndRuntimePerImplementation) {
   EXPECT_EQ(cell(table, 0, 0, "implementation").text, "cpu.standard");
   EXPECT_NEAR(number(table, 0, 0, "gflops"), gflops, 1e-9);
   EXPECT_NEAR(number(table, 0, 1, "gflops"), gflops, 1e-9);
-  EXPECT_NEAR(number(table, 0, 0, "hbm"), 40.3, 1e-9);
-  EXPECT_NEAR(number(table, 0, 1, "hbm"), 4.4, 1e-9);
+  // Binary units, the largest in which the largest number is at least 1: 40.3e9 bytes are 37.5 GiB.
+  EXPECT_EQ(table.columns[column_index(table, "hbm")].unit, "GiB");
+  EXPECT_EQ(table.columns[column_index(table, "hbm")].title, "HBM R/W GiB");
+  EXPECT_NEAR(number(table, 0, 0, "hbm"), 40.3e9 / kGiB, 1e-9);
+  EXPECT_NEAR(number(table, 0, 1, "hbm"), 4.4e9 / kGiB, 1e-9);
   EXPECT_EQ(cell(table, 0, 1, "hbm_source").text, "counted");
   EXPECT_NEAR(number(table, 0, 0, "runtime"), 41.7, 1e-9);
   EXPECT_NEAR(number(table, 0, 1, "runtime"), 7.3, 1e-9);
   const std::string markdown = render_markdown(table);
-  EXPECT_NE(markdown.find("| cpu.flash      |  962.1 |       4.40 | counted    |      7.300 |"), std::string::npos)
+  EXPECT_NE(markdown.find("| cpu.flash      |  962.1 |        4.10 | counted    |      7.300 |"), std::string::npos)
       << markdown;
 }
 
@@ -308,7 +313,8 @@ TEST(ReportSeqlen, RuntimeTflopsAndSpeedupOverTheDefaultBaseline) {
   EXPECT_NEAR(number(table, 0, 0, "runtime/cpu.standard"), 0.78, 1e-12);
   EXPECT_NEAR(number(table, 0, 1, "runtime/cpu.flash"), 0.82, 1e-12);
   // 4 d B H N^2 FLOPs over the median.
-  EXPECT_NEAR(number(table, 0, 0, "tflops/cpu.flash"), 4.0 * 64 * 16 * 8 * 512 * 512 / 0.21e-3 / 1e12, 1e-9);
+  EXPECT_EQ(table.columns[column_index(table, "throughput/cpu.flash")].unit, "TFLOP/s");
+  EXPECT_NEAR(number(table, 0, 0, "throughput/cpu.flash"), 4.0 * 64 * 16 * 8 * 512 * 512 / 0.21e-3 / 1e12, 1e-9);
   EXPECT_NEAR(number(table, 0, 0, "speedup/cpu.flash"), 0.78 / 0.21, 1e-9);
   EXPECT_NEAR(number(table, 0, 1, "speedup/cpu.flash"), 2.54 / 0.82, 1e-9);
   EXPECT_FALSE(has_column(table, "speedup/cpu.standard")) << "the baseline has no speedup over itself";
@@ -318,10 +324,21 @@ TEST(ReportSeqlen, RuntimeTflopsAndSpeedupOverTheDefaultBaseline) {
   EXPECT_EQ(oom.text, "OOM");
   EXPECT_EQ(oom.status, "skipped");
   EXPECT_NE(oom.reason.find("8.00 GiB available"), std::string::npos);
-  EXPECT_EQ(cell(table, 0, 2, "tflops/cpu.standard").text, "OOM");
+  EXPECT_EQ(cell(table, 0, 2, "throughput/cpu.standard").text, "OOM");
   EXPECT_EQ(cell(table, 0, 2, "speedup/cpu.flash").kind, Cell::Kind::empty);
   EXPECT_NEAR(number(table, 0, 2, "runtime/cpu.flash"), 2.85, 1e-12);
   EXPECT_NE(render_markdown(table).find("OOM: cpu.standard"), std::string::npos) << "the reason is a footnote";
+}
+
+TEST(ReportSeqlen, ThroughputTooSlowForTflopsIsInGflops) {
+  // A CPU's speed: 4 d B H N^2 = 2^27 FLOPs in 50 ms is 2.7 GFLOP/s, "0.00" in TFLOP/s.
+  const Problem p = make_problem(1, 1, 1024, 32);
+  const Table table = build_table("seqlen", one_file({make_record(p, Outcome("cpu.flash").time(50e-3))}), {});
+  const Column& column = table.columns[column_index(table, "throughput/cpu.flash")];
+  EXPECT_EQ(column.unit, "GFLOP/s");
+  EXPECT_EQ(column.title, "cpu.flash GFLOP/s");
+  EXPECT_NEAR(number(table, 0, 0, "throughput/cpu.flash"), 4.0 * 32 * 1024 * 1024 / 50e-3 / 1e9, 1e-9);
+  EXPECT_EQ(cell_text(column, cell(table, 0, 0, "throughput/cpu.flash")), "2.68");
 }
 
 TEST(ReportSeqlen, ExplicitBaseline) {
@@ -357,7 +374,7 @@ TEST(ReportSeqlen, DifferentQueryAndKeyLengthsAreLabelled) {
 }
 
 TEST(ReportMemory, PeakExtraAndReductionFactor) {
-  // Table 21's N = 512 and 1024 (MB): FlashAttention 104, 209; PyTorch 336, 1184.
+  // Table 21's N = 512 and 1024 (MB = 10^6 bytes): FlashAttention 104, 209; PyTorch 336, 1184.
   std::vector<Json> records;
   const std::int64_t standard[] = {336000000, 1184000000}, flash[] = {104000000, 209000000};
   for (int i = 0; i < 2; ++i) {
@@ -367,12 +384,15 @@ TEST(ReportMemory, PeakExtraAndReductionFactor) {
   }
   const Table table = build_table("memory", one_file(std::move(records)), {});
   ASSERT_EQ(table.groups[0].rows.size(), 2u);
-  EXPECT_NEAR(number(table, 0, 0, "peak_memory/cpu.standard"), 336, 1e-9);
-  EXPECT_NEAR(number(table, 0, 1, "peak_memory/cpu.flash"), 209, 1e-9);
-  EXPECT_NEAR(number(table, 0, 1, "extra_memory/cpu.standard"), 1184 - 64, 1e-9);
+  // 1184e6 bytes are 1.10 GiB: the table's unit.
+  EXPECT_NEAR(number(table, 0, 0, "peak_memory/cpu.standard"), 336e6 / kGiB, 1e-12);
+  EXPECT_NEAR(number(table, 0, 1, "peak_memory/cpu.flash"), 209e6 / kGiB, 1e-12);
+  EXPECT_NEAR(number(table, 0, 1, "extra_memory/cpu.standard"), (1184e6 - 64e6) / kGiB, 1e-12);
   EXPECT_NEAR(number(table, 0, 0, "memory_reduction/cpu.flash"), 336.0 / 104, 1e-9);
   EXPECT_NEAR(number(table, 0, 1, "memory_reduction/cpu.flash"), 1184.0 / 209, 1e-9);
-  EXPECT_EQ(table.columns[column_index(table, "peak_memory/cpu.flash")].unit, "MB");
+  EXPECT_EQ(table.columns[column_index(table, "peak_memory/cpu.flash")].unit, "GiB");
+  EXPECT_EQ(table.columns[column_index(table, "peak_memory/cpu.flash")].title, "cpu.flash peak GiB");
+  EXPECT_NE(render_markdown(table).find("GiB = 2^30 bytes"), std::string::npos);
 }
 
 TEST(ReportIo, CompulsoryCountedMeasuredAndTheRatio) {
@@ -386,8 +406,9 @@ TEST(ReportIo, CompulsoryCountedMeasuredAndTheRatio) {
       {});
   ASSERT_EQ(table.groups[0].rows.size(), 2u);
   EXPECT_EQ(cell(table, 0, 0, "implementation").text, "cpu.flash");
-  EXPECT_NEAR(number(table, 0, 0, "compulsory"), compulsory * 1e-9, 1e-18);
-  EXPECT_NEAR(number(table, 0, 0, "counted"), 50000e-9, 1e-18);
+  EXPECT_EQ(table.columns[column_index(table, "compulsory")].unit, "KiB") << "50000 bytes at most";
+  EXPECT_NEAR(number(table, 0, 0, "compulsory"), compulsory / 1024, 1e-12);
+  EXPECT_NEAR(number(table, 0, 0, "counted"), 50000.0 / 1024, 1e-12);
   EXPECT_EQ(cell(table, 0, 0, "measured").kind, Cell::Kind::empty);
   EXPECT_EQ(cell_text(table.columns[column_index(table, "measured")], cell(table, 0, 0, "measured")), "-");
   EXPECT_NEAR(number(table, 0, 0, "ratio"), 50000 / compulsory, 1e-12);
@@ -632,7 +653,7 @@ TEST(ReportRender, JsonCarriesTypedCellsAndUnits) {
   EXPECT_EQ(report["columns"][runtime]["unit"], "ms");
   EXPECT_EQ(report["columns"][runtime]["quantity"], "runtime");
   EXPECT_EQ(report["columns"][runtime]["implementation"], "cpu.flash");
-  EXPECT_EQ(report["columns"][column_index(table, "tflops/cpu.flash")]["unit"], "TFLOP/s");
+  EXPECT_EQ(report["columns"][column_index(table, "throughput/cpu.flash")]["unit"], "TFLOP/s");
   EXPECT_EQ(report["columns"][0]["type"], "integer");
   const Json& rows = report["groups"][0]["rows"];
   ASSERT_EQ(rows.size(), 3u);

@@ -369,6 +369,67 @@ TEST(ScenarioErrors, MissingFilesAndDuplicateNamesAcrossFiles) {
   EXPECT_NE(diagnostics[1].message.find("also used by"), std::string::npos);
 }
 
+TEST(ScenarioErrors, AProblemOfEveryCaseFromOneKeyIsReportedOnceAtThatKey) {
+  const auto all = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 4, "kv_heads": 3, "seqlen": 16, "head_dim": 8},
+    "cases": [{"direction": "fwd"}, {"direction": "bwd"}, {"direction": "fwd+bwd"}],
+    "sweep": {"causal": [false, true]}})");
+  ASSERT_EQ(all.size(), 1u) << dump(all);
+  EXPECT_EQ(all[0].path, "defaults.kv_heads");
+  EXPECT_EQ(all[0].message, "must divide heads (4), got 3 (in all 6 cases)");
+
+  // Where some cases override it, the others are named.
+  const auto some = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 4, "kv_heads": 3, "seqlen": 16, "head_dim": 8},
+    "cases": [{"kv_heads": 2}, {"direction": "bwd"}, {"heads": 6}, {"direction": "fwd+bwd"}, {"causal": true},
+              {"layout": "bhsd"}]})");
+  ASSERT_EQ(some.size(), 1u) << dump(some);
+  EXPECT_EQ(some[0].message, "must divide heads (4), got 3 (in cases[1], cases[3], cases[4] and 1 more case)");
+
+  // One case alone: nothing to say where.
+  const auto one = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 4, "kv_heads": 3, "seqlen": 16, "head_dim": 8}})");
+  ASSERT_EQ(one.size(), 1u) << dump(one);
+  EXPECT_EQ(one[0].message, "must divide heads (4), got 3");
+}
+
+TEST(ScenarioErrors, ASchemaErrorHoldsBackOnlyTheCasesThatTakeTheValue) {
+  const auto errors = parse_errors(R"({"description": "d",
+    "defaults": {"batch": 1, "heads": 4, "seqlen": 16, "head_dim": 8, "dtype": "fp8"},
+    "cases": [{"dtype": "fp16", "kv_heads": 3}, {"direction": "bwd"}, {"dtype": "bf16", "window": [-1, -1]}],
+    "sweep": {"head_dim": [8, "x"]}})");
+  EXPECT_TRUE(has_error(errors, "", "missing required key \"name\"")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "defaults.dtype", "not allowed")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "sweep.head_dim[1]", "expected an integer")) << dump(errors);
+  // cases[0] and cases[2] set their own dtype, so their semantic errors show at once
+  // (on the sound sweep point only); cases[1] takes the broken dtype and waits.
+  EXPECT_TRUE(has_error(errors, "cases[0].kv_heads", "must divide heads (4), got 3")) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "cases[2].window", "use null")) << dump(errors);
+  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+}
+
+TEST(ScenarioErrors, AJsonSchemaIsRecognisedAndNotCheckedAsAScenario) {
+  const auto errors = parse_errors(R"({"$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object", "properties": {}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].path, "$schema");
+  EXPECT_NE(errors[0].message.find("is a JSON Schema"), std::string::npos);
+
+  const std::string path = ::testing::TempDir() + "/attnbench_schema_" + std::to_string(getpid()) + ".json";
+  const std::string good = ::testing::TempDir() + "/attnbench_good_" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << R"({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"})";
+  std::ofstream(good) << kMinimal;
+  const std::vector<ScenarioFile> files = load_scenario_files({path, good});
+  std::remove(path.c_str());
+  std::remove(good.c_str());
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_TRUE(files[0].json_schema);
+  EXPECT_FALSE(files[0].problems.empty());
+  EXPECT_FALSE(files[1].json_schema);
+  EXPECT_TRUE(files[1].problems.empty()) << "a sound file is sound whatever the others hold";
+  EXPECT_FALSE(files[1].scenario.cases.empty());
+}
+
 TEST(ScenarioSchema, ShippedScenariosValidateAndExpand) {
   for (const char* name : {"quick.json", "edge_cases.json"}) {
     const auto scenarios = load_scenarios({std::string(ATTNBENCH_SOURCE_DIR) + "/scenarios/" + name});

@@ -18,7 +18,7 @@
 namespace attnbench {
 namespace {
 
-// ---- Philox4x32-10: the known-answer vectors of DESIGN.md §2 (Random123) ----
+// ---- Philox4x32-10: the known-answer vectors of docs/design.md §2.3 (Random123) ----
 
 TEST(Philox, KnownAnswerZeroCounterZeroKey) {
   const PhiloxBlock out = philox4x32_10(PhiloxBlock{{0, 0, 0, 0}}, 0, 0);
@@ -103,7 +103,7 @@ std::vector<MaskCase> mask_cases() {
   return cases;
 }
 
-// The definition of DESIGN.md §2, written out independently of mask.hpp.
+// The definition of docs/design.md §2.1, written out independently of mask.hpp.
 bool visible_by_definition(const MaskCase& c, std::int64_t i, std::int64_t j) {
   if (i >= c.len_q || j >= c.len_k) return false;
   const std::int64_t shift = c.mask.bottom_right ? c.len_k - c.len_q : 0;

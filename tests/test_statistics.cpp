@@ -1,4 +1,4 @@
-// Timing statistics (DESIGN §3): type-7 percentiles, the summary, and the
+// Timing statistics (docs/design.md §4): type-7 percentiles, the summary, and the
 // distribution-free confidence interval of the median, checked against the
 // exact binomial coverage and by simulation; the running interval of the
 // stopping rule against the direct computation.

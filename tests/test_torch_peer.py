@@ -129,6 +129,23 @@ class TorchPeer(attnbench_testing.ScenarioTestCase):
             self.assertTrue(record["reason"].startswith("no CUDA device"), record["reason"])
         self.assertIn("PyTorch 0.0-test", document["tool"]["compiler"])
 
+    def test_the_readmes_gpu_scenario_without_a_gpu(self):
+        """`scripts/torch_peer.py scenarios/fa2/fwd.json -o torch.json`: the scenario names CUDA
+        implementations this machine cannot run; the peer still lists its cases, skips every
+        record and exits 4 with a valid file (docs/peers.md)."""
+        info = json.loads(subprocess.run([str(ARGS.binary), "info", "--json"], capture_output=True, text=True,
+                                         check=True).stdout)
+        if not info["tool"]["cuda_built"]:
+            self.skipTest("built without CUDA: the scenario's cuda.* names are unknown to this binary")
+        output = self.directory / "torch.json"
+        scenario = ARGS.source_dir / "scenarios" / "fa2" / "fwd.json"
+        run = self.run_peer(scenario, "-o", output)
+        self.assertEqual(run.returncode, 4, run.stderr)
+        document = self.validate(output)
+        listed = attnbench_testing.listed_scenario(ARGS.binary, scenario)
+        self.assertEqual(len(document["records"]), len(listed["cases"]) * len(BACKENDS))
+        self.assertTrue(all(record["status"] == "skipped" for record in document["records"]))
+
     def test_filter_selects_as_attnbench_does(self):
         output = self.directory / "torch.json"
         run = self.run_peer(self.scenario, "-o", output, "--filter", "causal", "--backends", "torch.cudnn")

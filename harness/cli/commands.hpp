@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/user_paths.hpp"
+#include "harness/runner.hpp"
 
 namespace attnbench {
 
@@ -20,12 +21,27 @@ struct Subcommand {
 };
 
 Subcommand add_run_command(CLI::App& app);
+Subcommand add_bench_command(CLI::App& app);
 Subcommand add_list_command(CLI::App& app);
 Subcommand add_validate_command(CLI::App& app);
 Subcommand add_info_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
 Subcommand add_merge_command(CLI::App& app);
+
+// What `run` and `bench` share: every option but where the scenarios come from.
+struct RunCommandOptions {
+  RunOptions run;
+  std::string implementations;
+  CLI::Option* implementation_option = nullptr;  // --impl, to tell "--impl ''" from no --impl
+  std::string shard;
+  int device = 0;
+};
+// Registers the shared options on `command`.
+void add_run_options(CLI::App& command, RunCommandOptions& options);
+// Runs what `options` describe (restarting with --resume after a lost device
+// context); returns the exit code.
+int execute_run(RunCommandOptions& options, const std::vector<std::string>& command_line);
 
 // "a,b,,c" -> {"a", "b", "c"}
 std::vector<std::string> split_list(const std::string& text);

@@ -1,4 +1,5 @@
 // `attnbench info`: the tool, the host, the devices and the implementations.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -15,6 +16,18 @@ namespace attnbench {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// "  <label padded to width>  <text>", the text wrapped to 80 columns and its
+// further lines aligned under its first.
+void print_entry(const std::string& label, std::size_t width, const std::string& text) {
+  const std::string indent(2 + width + (width ? 2 : 0), ' ');
+  const std::vector<std::string> lines = wrap_words(text, 80, indent);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string line = lines[i];
+    if (i == 0) line.replace(2, label.size(), label);
+    std::printf("%s\n", line.c_str());
+  }
+}
 
 int command_info(bool as_json) {
   const HostInfo host = read_host_info();
@@ -68,31 +81,36 @@ int command_info(bool as_json) {
   }
   std::printf("attnbench %s (git %s, %s, %s, CUDA %s)\n", tool_version(), git_revision(), build_type(),
               compiler_id(), cuda_built() ? "built" : "not built");
-  std::printf("host: %s, %s, %s, %d logical CPUs (%d available: %s), last-level cache %s (level %d, %s)\n",
-              host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(), host.logical_cpus,
-              host.available_cpus.count, host.available_cpus.source.c_str(),
-              format_bytes(static_cast<double>(host.last_level_cache.bytes)).c_str(), host.last_level_cache.level,
-              host.last_level_cache.source.c_str());
+  std::printf("host: %s, %s, %s, %d logical CPUs\n", host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(),
+              host.logical_cpus);
+  std::printf("  %d CPUs available (%s); last-level cache %s (level %d, %s)\n", host.available_cpus.count,
+              host.available_cpus.source.c_str(), format_bytes(static_cast<double>(host.last_level_cache.bytes)).c_str(),
+              host.last_level_cache.level, host.last_level_cache.source.c_str());
+  std::size_t device_width = 0, name_width = 0;
+  for (const Json& device : info["devices"]) {
+    device_width = std::max(device_width, device["device"].get<std::string>().size());
+  }
+  for (const Json& entry : info["implementations"]) {
+    name_width = std::max(name_width, entry["name"].get<std::string>().size());
+  }
   std::printf("\ndevices:\n");
   for (const Json& device : info["devices"]) {
-    std::printf("  %-6s %s\n", device["device"].get<std::string>().c_str(),
-                device["available"].get<bool>() ? device["description"]["name"].get<std::string>().c_str()
-                                                : ("unavailable: " + device["reason"].get<std::string>()).c_str());
+    print_entry(device["device"].get<std::string>(), device_width,
+                device["available"].get<bool>() ? device["description"]["name"].get<std::string>()
+                                                : "unavailable: " + device["reason"].get<std::string>());
   }
   const Json& profiler = info["profiler"];
-  std::printf("\nprofiler (HBM bytes, run's profiling pass): %s\n",
+  std::printf("\nprofiler (HBM bytes, run's profiling pass):\n");
+  print_entry("", 0,
               profiler["available"].get<bool>()
-                  ? ("available" + (profiler.contains("chip") ? " (" + profiler["chip"].get<std::string>() + ")"
-                                                               : std::string()))
-                        .c_str()
-                  : ("unavailable: " + profiler["reason"].get<std::string>()).c_str());
-  if (!profiler["hint"].get<std::string>().empty()) {
-    std::printf("  hint: %s\n", profiler["hint"].get<std::string>().c_str());
-  }
+                  ? "available" + (profiler.contains("chip") ? " (" + profiler["chip"].get<std::string>() + ")" : "")
+                  : "unavailable: " + profiler["reason"].get<std::string>());
+  if (!profiler["hint"].get<std::string>().empty()) print_entry("", 0, "hint: " + profiler["hint"].get<std::string>());
   std::printf("\nimplementations:\n");
   for (const Json& entry : info["implementations"]) {
-    std::printf("  %-16s %s%s\n", entry["name"].get<std::string>().c_str(), entry["summary"].get<std::string>().c_str(),
-                entry["available"].get<bool>() ? "" : ("  [unavailable: " + entry["reason"].get<std::string>() + "]").c_str());
+    std::string text = entry["summary"].get<std::string>();
+    if (!entry["available"].get<bool>()) text += " [unavailable: " + entry["reason"].get<std::string>() + "]";
+    print_entry(entry["name"].get<std::string>(), name_width, text);
   }
   return kExitSuccess;
 }

@@ -2,12 +2,14 @@
 // them, by the pre-flight `run` applies (availability, support, memory: a case
 // that would not fit says "skipped: needs X …; Y available"); --json is the
 // machine-readable form other tools read (attnbench.cases/1).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/message_text.hpp"
 #include "harness/problem_json.hpp"
@@ -20,6 +22,28 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// Whether `implementation` runs `problem` here: {"runs", "available"} and,
+// when it does not run, why ("available": false when this machine cannot run
+// the implementation at all, e.g. a CUDA one without a GPU).
+Json run_verdict(const Implementation& implementation, const Problem& problem, int threads) {
+  const Verdict available = implementation.availability();
+  if (!available.ok) return Json{{"runs", false}, {"available", false}, {"reason", available.reason}};
+  const std::string reason = preflight(implementation, problem, threads, false).skip_reason;
+  if (!reason.empty()) return Json{{"runs", false}, {"available", true}, {"reason", reason}};
+  return Json{{"runs", true}, {"available", true}};
+}
+
+// {name: reason} of the implementations of a listed scenario that cannot run here.
+Json unavailable_implementations(const Json& scenario) {
+  Json unavailable = Json::object();
+  for (const Json& c : scenario["cases"]) {
+    for (const auto& [name, verdict] : c["implementations"].items()) {
+      if (!verdict["available"].get<bool>()) unavailable[name] = verdict["reason"];
+    }
+  }
+  return unavailable;
+}
+
 int command_list(const std::vector<std::string>& paths, const std::optional<std::string>& implementations,
                  const std::string& filter_text, int requested_threads, bool as_json) {
   const int threads = requested_threads > 0 ? requested_threads : available_cpus().count;
@@ -27,9 +51,11 @@ int command_list(const std::vector<std::string>& paths, const std::optional<std:
   const std::optional<Regex> filter = case_filter(filter_text);
   Json listing{{"schema", "attnbench.cases/1"}, {"scenarios", Json::array()}};
   for (const Scenario& scenario : scenarios) {
+    // Implementations this machine cannot run are listed too, with the reason:
+    // a GPU scenario can be inspected anywhere, and its cases are the same.
     const std::vector<Implementation*> selected =
-        !implementations ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                         : select_implementations(implementation_list(*implementations), "--impl");
+        !implementations ? resolve_implementations(scenario.implementations, scenario.path + ": implementations")
+                         : resolve_implementations(implementation_list(*implementations), "--impl");
     Json names = Json::array();
     for (Implementation* implementation : selected) names.push_back(implementation->name());
     Json cases = Json::array();
@@ -38,9 +64,7 @@ int command_list(const std::vector<std::string>& paths, const std::optional<std:
       if (filter && !filter->search(scenario.name + "/" + c.key)) continue;
       Json runs = Json::object();
       for (Implementation* implementation : selected) {
-        const std::string reason = preflight(*implementation, c.problem, threads, false).skip_reason;
-        runs[std::string(implementation->name())] =
-            reason.empty() ? Json{{"runs", true}} : Json{{"runs", false}, {"reason", reason}};
+        runs[std::string(implementation->name())] = run_verdict(*implementation, c.problem, threads);
       }
       cases.push_back(Json{{"index", i},
                            {"key", c.key},
@@ -60,16 +84,39 @@ int command_list(const std::vector<std::string>& paths, const std::optional<std:
     return kExitSuccess;
   }
   for (const Json& scenario : listing["scenarios"]) {
-    std::printf("%s (%s): %zu cases\n", scenario["name"].get<std::string>().c_str(),
-                scenario["path"].get<std::string>().c_str(), scenario["cases"].size());
+    std::printf("%s (%s): %s\n", scenario["name"].get<std::string>().c_str(),
+                scenario["path"].get<std::string>().c_str(), count_of(scenario["cases"].size(), "case").c_str());
+    int name_width = 16;
+    for (const auto& name : scenario["implementations"]) {
+      name_width = std::max(name_width, static_cast<int>(name.get<std::string>().size()));
+    }
+    // Why an implementation cannot run here is said once, before the cases.
+    const Json unavailable = unavailable_implementations(scenario);
+    for (const auto& [name, reason] : unavailable.items()) {
+      for (const std::string& line : wrap_words(name + " cannot run here: " + reason.get<std::string>(), 80, "  ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
     for (const Json& c : scenario["cases"]) {
-      std::printf("  #%-4zu %s   [%s]\n", c["index"].get<std::size_t>(), short_case_label(c["problem"]).c_str(),
-                  c["origin"].get<std::string>().c_str());
+      // The origin goes on a line of its own where both would pass 80 columns.
+      char index[16];
+      std::snprintf(index, sizeof index, "  #%-4zu ", c["index"].get<std::size_t>());
+      const std::string label = index + short_case_label(c["problem"]);
+      const std::string origin = "[" + c["origin"].get<std::string>() + "]";
+      if (label.size() + 3 + origin.size() <= 80) {
+        std::printf("%s   %s\n", label.c_str(), origin.c_str());
+      } else {
+        std::printf("%s\n         %s\n", label.c_str(), origin.c_str());
+      }
       for (const auto& [name, verdict] : c["implementations"].items()) {
-        if (verdict["runs"].get<bool>()) {
-          std::printf("         %-16s runs\n", name.c_str());
-        } else {
-          std::printf("         %-16s skipped: %s\n", name.c_str(), verdict["reason"].get<std::string>().c_str());
+        const std::string text = verdict["runs"].get<bool>() ? "runs"
+                                 : verdict["available"].get<bool>() ? "skipped: " + verdict["reason"].get<std::string>()
+                                                                    : std::string("cannot run here");
+        const std::string indent(9 + name_width + 1, ' ');
+        const std::vector<std::string> lines = wrap_words(text, 80, indent);
+        for (std::size_t l = 0; l < lines.size(); ++l) {
+          std::printf("         %-*s %s\n", name_width, l == 0 ? name.c_str() : "",
+                      lines[l].substr(indent.size()).c_str());
         }
       }
     }

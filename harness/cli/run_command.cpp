@@ -1,4 +1,5 @@
-// `attnbench run SCENARIO…`: see harness/runner.hpp.
+// `attnbench run SCENARIO…`: see harness/runner.hpp. Its options are registered
+// by add_run_options, which `bench` shares.
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,52 +67,56 @@ namespace {
 
 }  // namespace
 
-Subcommand add_run_command(CLI::App& app) {
-  struct Options {
-    RunOptions run;
-    std::string implementations;
-    std::string shard;
-    int device = 0;
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
-  command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required()->check(file_name_check());
-  command->add_option("-o,--output", options->run.output_path, "Results file (default: results/<scenario>-<time>.json)")
+void add_run_options(CLI::App& command, RunCommandOptions& options) {
+  command.add_option("-o,--output", options.run.output_path, "Results file (default: results/<scenario>-<time>.json)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a restart appends the path it continues
       ->check(file_name_check());
-  CLI::Option* implementations =
-      command->add_option("--impl", options->implementations, "Comma-separated implementations (overrides the scenario)");
-  command->add_option("--filter", options->run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
-  command->add_option("--threads", options->run.threads,
-                      "Host threads for CPU implementations (default: the CPUs this process can use: affinity, "
-                      "cgroup quota)")
+  options.implementation_option =
+      command.add_option("--impl", options.implementations, "Comma-separated implementations (overrides the scenario)");
+  command.add_option("--filter", options.run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");
+  command.add_option("--threads", options.run.threads,
+                     "Host threads for CPU implementations (default: the CPUs this process can use: affinity, "
+                     "cgroup quota)")
       ->check(CLI::Range(1, 4096));
-  add_measurement_options(*command, options->run.measurement);
-  command->add_option("--dump", options->run.dump_dir, "Write inputs and outputs as .npy files with an index.json here")
+  add_measurement_options(command, options.run.measurement);
+  command.add_option("--dump", options.run.dump_dir, "Write inputs and outputs as .npy files with an index.json here")
       ->check(file_name_check());
-  command->add_flag("--resume", options->run.resume,
-                    "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
-  command->add_flag("--overwrite", options->run.overwrite,
-                    "Replace what -o FILE (and --dump DIR) already holds instead of refusing");
-  command->add_flag("!--no-profile", options->run.profile,
-                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
-  command->add_flag("--profile-kernels", options->run.profile_kernels,
-                    "Also profile each kernel of a call separately (traffic.measured.kernels)");
-  command->add_option("--shard", options->shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
-  command->add_option("--device", options->device, "Which accelerator of the machine to use (default 0)")
+  command.add_flag("--resume", options.run.resume,
+                   "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
+  command.add_flag("--overwrite", options.run.overwrite,
+                   "Replace what -o FILE (and --dump DIR) already holds instead of refusing");
+  command.add_flag("!--no-profile", options.run.profile,
+                   "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
+  command.add_flag("--profile-kernels", options.run.profile_kernels,
+                   "Also profile each kernel of a call separately (traffic.measured.kernels)");
+  command.add_option("--shard", options.shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
+  command.add_option("--device", options.device, "Which accelerator of the machine to use (default 0)")
       ->check(CLI::NonNegativeNumber);
-  return {command, [options, implementations](const std::vector<std::string>& command_line) {
-            RunOptions& run = options->run;
-            if (implementations->count() > 0) run.implementations = implementation_list(options->implementations);
-            if (!options->shard.empty()) run.shard = parse_shard(options->shard);
-            BackendRegistry::instance().set_device_index(options->device);
-            run.interactive = isatty(STDERR_FILENO) != 0;
-            run.command_line = command_line;
-            try {
-              return run_scenarios(run);
-            } catch (const RestartRequired& restart) {
-              return restart_to_resume(command_line, restart);
-            }
+}
+
+int execute_run(RunCommandOptions& options, const std::vector<std::string>& command_line) {
+  RunOptions& run = options.run;
+  if (options.implementation_option && options.implementation_option->count() > 0) {
+    run.implementations = implementation_list(options.implementations);
+  }
+  if (!options.shard.empty()) run.shard = parse_shard(options.shard);
+  BackendRegistry::instance().set_device_index(options.device);
+  run.interactive = isatty(STDERR_FILENO) != 0;
+  run.command_line = command_line;
+  try {
+    return run_scenarios(run);
+  } catch (const RestartRequired& restart) {
+    return restart_to_resume(command_line, restart);
+  }
+}
+
+Subcommand add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunCommandOptions>();
+  CLI::App* command = app.add_subcommand("run", "Run scenarios and write a results file");
+  command->add_option("scenarios", options->run.scenario_paths, "Scenario files")->required()->check(file_name_check());
+  add_run_options(*command, *options);
+  return {command, [options](const std::vector<std::string>& command_line) {
+            return execute_run(*options, command_line);
           }};
 }
 

@@ -1,20 +1,32 @@
-// `attnbench validate SCENARIO…`: every problem in every file, at once.
+// `attnbench validate SCENARIO…`: every problem in every file, at once. Each
+// sound file gets its "ok" line whatever the others hold; a JSON Schema among
+// the files (`validate scenarios/*.json` finds scenarios/*.schema.json) is
+// recognised and skipped. Exit 2 when any scenario has a problem.
 #include <cstdio>
 #include <memory>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/format.hpp"
 #include "harness/scenario.hpp"
 
 namespace attnbench {
 namespace {
 
 int command_validate(const std::vector<std::string>& paths) {
-  const std::vector<Scenario> scenarios = load_scenarios(paths);
-  for (const Scenario& scenario : scenarios) {
-    std::printf("%s: ok (scenario \"%s\", %zu cases)\n", scenario.path.c_str(), scenario.name.c_str(),
-                scenario.cases.size());
+  std::vector<Diagnostic> problems;
+  for (const ScenarioFile& file : load_scenario_files(paths)) {
+    if (file.json_schema) {
+      std::printf("%s: skipped (a JSON Schema, not a scenario)\n", file.path.c_str());
+    } else if (file.problems.empty()) {
+      std::printf("%s: ok (scenario \"%s\", %s)\n", file.path.c_str(), file.scenario.name.c_str(),
+                  count_of(file.scenario.cases.size(), "case").c_str());
+    } else {
+      problems.insert(problems.end(), file.problems.begin(), file.problems.end());
+    }
   }
+  std::fflush(stdout);  // the "ok" lines before main prints the problems on stderr
+  if (!problems.empty()) throw InputError(problems);
   return kExitSuccess;
 }
 

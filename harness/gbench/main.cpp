@@ -1,4 +1,4 @@
-// attnbench-gbench: the scenario cases as Google Benchmark benchmarks (DESIGN §4),
+// attnbench-gbench: the scenario cases as Google Benchmark benchmarks (docs/gbench.md),
 // so Google Benchmark's flags, reporters and tools/compare.py work on them.
 //
 //   attnbench-gbench --scenario=FILE [--scenario=FILE…] [--impl=LIST] [--threads=N]
@@ -8,8 +8,10 @@
 // Google Benchmark reads the rest. Exit codes: 0 success; 1 a case failed its
 // accuracy check or raised an error; 2 bad usage, a bad scenario file (before
 // any benchmark runs) or a filter that matches nothing; 4 an implementation
-// named with --impl cannot run here. See docs/gbench.md.
+// named with --impl or by a scenario cannot run here (listing the benchmarks
+// with --benchmark_list_tests works anywhere). See docs/gbench.md.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -24,6 +26,7 @@
 #include "harness/host_info.hpp"
 #include "harness/runner.hpp"
 #include "harness/scenario.hpp"
+#include "harness/version.hpp"
 
 namespace {
 
@@ -106,13 +109,34 @@ void print_help() {
   benchmark::PrintDefaultHelp();
 }
 
-// One benchmark per (case, implementation), case by case, timed with manual time.
+// Whether Google Benchmark was asked only to list the benchmarks
+// (--benchmark_list_tests, with no value or a true one, the last one counting).
+bool lists_tests_only(int argc, char** argv) {
+  bool listing = false;
+  const std::string_view flag = "--benchmark_list_tests";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument = argv[i];
+    if (argument == flag) listing = true;
+    if (argument.starts_with(flag) && argument.substr(flag.size()).starts_with('=')) {
+      std::string value(argument.substr(flag.size() + 1));
+      std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+      listing = !(value == "0" || value == "false" || value == "f" || value == "no" || value == "n" || value == "off");
+    }
+  }
+  return listing;
+}
+
+// One benchmark per (case, implementation), case by case, timed with manual
+// time. Listing the benchmarks names those of implementations this machine
+// cannot run too (a GPU scenario can be inspected anywhere); running them
+// refuses with exit 4 before any benchmark runs, as `attnbench run` does.
 void register_benchmarks(const std::vector<Scenario>& scenarios, const std::vector<std::string>& requested,
-                         gbench::CaseBenchmarks& benchmarks) {
+                         bool listing_only, gbench::CaseBenchmarks& benchmarks) {
+  const auto choose = listing_only ? resolve_implementations : select_implementations;
   for (const Scenario& scenario : scenarios) {
     const std::vector<Implementation*> implementations =
-        requested.empty() ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                          : select_implementations(requested, "--impl");
+        requested.empty() ? choose(scenario.implementations, scenario.path + ": implementations")
+                          : choose(requested, "--impl");
     for (std::size_t case_index = 0; case_index < scenario.cases.size(); ++case_index) {
       for (Implementation* implementation : implementations) {
         const std::string name = gbench::benchmark_name(scenario, scenario.cases[case_index], *implementation);
@@ -129,6 +153,7 @@ void register_benchmarks(const std::vector<Scenario>& scenarios, const std::vect
 
 int run(int argc, char** argv) {
   const FrontEndOptions options = take_front_end_flags(argc, argv);
+  const bool listing_only = lists_tests_only(argc, argv);
   std::string out_path;  // --benchmark_out, which Google Benchmark does not report back
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
@@ -141,7 +166,11 @@ int run(int argc, char** argv) {
   const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
   const int threads = options.threads > 0 ? options.threads : available_cpus().count;
   gbench::CaseBenchmarks benchmarks(threads);
-  register_benchmarks(scenarios, options.implementations, benchmarks);
+  register_benchmarks(scenarios, options.implementations, listing_only, benchmarks);
+  // The JSON reporter's "context": which attnbench measured, with how many threads.
+  benchmark::AddCustomContext("attnbench_version", tool_version());
+  benchmark::AddCustomContext("attnbench_git_revision", git_revision());
+  benchmark::AddCustomContext("attnbench_threads", std::to_string(threads));
 
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks();
   const std::string filter = benchmark::GetBenchmarkFilter();

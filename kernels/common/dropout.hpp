@@ -1,4 +1,4 @@
-// The dropout RNG contract of DESIGN.md §2, shared by every implementation.
+// The dropout RNG contract of docs/design.md §2.3, shared by every implementation.
 //
 // The probability element (b, h, i, j) — h the query head, i and j positions in
 // the padded [0, Nq) x [0, Nk) grid — draws Philox4x32-10 with

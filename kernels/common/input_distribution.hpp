@@ -1,4 +1,4 @@
-// How input tensors are filled (DESIGN §2: seeded, never zeros), as a pure
+// How input tensors are filled (docs/design.md §2.2: seeded, never zeros), as a pure
 // function of (seed, tensor, element) so the host and a GPU can generate the
 // same data independently and in parallel.
 //

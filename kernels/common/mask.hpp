@@ -1,4 +1,4 @@
-// Attention mask predicates of DESIGN.md §2, shared by every implementation.
+// Attention mask predicates of docs/design.md §2.1, shared by every implementation.
 //
 // For batch element b with valid lengths Lq = len_q and Lk = len_k:
 //   padding:       key j is invisible when j >= Lk; query rows i >= Lq see nothing.

@@ -1,6 +1,7 @@
 #include "interruption.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(
     throw std::runtime_error(std::string("cannot watch for signals: ") + std::strerror(errno));
   }
   watcher_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "signal-watcher");  // how tools and tests tell it apart
     unsigned char number = kStopWatcher;
     while (read(signal_pipe[0], &number, 1) < 0 && errno == EINTR) {
     }

@@ -1,6 +1,7 @@
 // SIGINT and SIGTERM during `attnbench run`. While an InterruptGuard lives, the
-// first of them wakes a watcher thread that calls `on_signal` (which saves what
-// the run finished and says so) and then ends the process with 128 + the signal
+// first of them wakes a watcher thread (named "signal-watcher") that calls
+// `on_signal` (which saves what the run finished and says so) and then ends
+// the process with 128 + the signal
 // number: 130 for SIGINT, 143 for SIGTERM. The run's own thread is not
 // disturbed, so a case being measured is simply abandoned. A second signal ends
 // the process at once (the default action). While installed, SIGXFSZ is

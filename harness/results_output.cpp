@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "format.hpp"
 #include "json_schema.hpp"
 
 namespace attnbench {
@@ -17,24 +18,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Why `path` (which exists) may not be replaced without --resume or --overwrite.
-std::string what_it_holds(const std::string& path) {
+// Refuses to replace `path` (which exists) without --resume or --overwrite,
+// saying what it holds. A file that is not a valid results file is refused
+// with its own problems first, each naming the file and key.
+[[noreturn]] void refuse_existing_output(const std::string& path) {
+  Json document;
   try {
-    const Json document = load_results_file(path);
-    const std::string records = std::to_string(document["records"].size()) + " records";
-    if (document["complete"].get<bool>()) {
-      const std::string finished = document["finished_at"].is_string()
-                                       ? ", finished " + document["finished_at"].get<std::string>()
-                                       : std::string();
-      return "holds a finished run (" + records + finished + "); --overwrite replaces it, or write to another file";
-    }
-    return "holds an unfinished run (" + records + "); continue it with --resume, or start again with --overwrite";
+    document = load_results_file(path);
   } catch (const InputError& error) {
-    const Diagnostic& first = error.diagnostics().front();
-    return "exists and is not a finished results file (" + (first.path.empty() ? "" : first.path + ": ") +
-           first.message + "); it is left as it is: --resume continues it if it is an unfinished run, --overwrite "
-           "replaces it";
+    std::vector<Diagnostic> problems = error.diagnostics();
+    problems.push_back({"", "", "-o " + path + ": exists and is not a finished results file; it is left as it is: "
+                                "--resume continues it if it is an unfinished run, --overwrite replaces it"});
+    throw InputError(problems);
   }
+  const std::string records = count_of(document["records"].size(), "record");
+  if (document["complete"].get<bool>()) {
+    const std::string finished = document["finished_at"].is_string()
+                                     ? ", finished " + document["finished_at"].get<std::string>()
+                                     : std::string();
+    throw InputError("-o " + path + ": holds a finished run (" + records + finished +
+                     "); --overwrite replaces it, or write to another file");
+  }
+  throw InputError("-o " + path + ": holds an unfinished run (" + records +
+                   "); continue it with --resume, or start again with --overwrite");
 }
 
 }  // namespace
@@ -51,7 +57,7 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
       throw InputError("-o " + path_ + ": holds an unfinished run (its latest records are in " + journal +
                        "); continue it with --resume, or start again with --overwrite");
     }
-    if (have_results) throw InputError("-o " + path_ + ": " + what_it_holds(path_));
+    if (have_results) refuse_existing_output(path_);
   }
   if (existing_ != ExistingResults::resume) return;
   std::vector<Diagnostic> problems;

@@ -865,7 +865,7 @@ int run_scenarios(const RunOptions& options) {
   const ResultsDocument& results = output.document();
   print_summary(results);
   if (const std::string warning = load_warning(results.json()["load_average"], threads, cpus); !warning.empty()) {
-    std::printf("%s\n", warning.c_str());
+    for (const std::string& line : wrap_words(warning, 80, "  ")) std::printf("%s\n", line.c_str());
   }
   std::size_t failed = 0;
   for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;

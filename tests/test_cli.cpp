@@ -179,7 +179,7 @@ TEST_F(Cli, UnusableOutputsAreBadInputFoundBeforeAnythingIsWritten) {
   write("unfinished.json", R"({"schema": "attnbench.results/1", "complete": false})");
   const CommandResult overwrite = run_attnbench("run " + tiny.string() + " -o " + path("unfinished.json").string());
   EXPECT_EQ(overwrite.exit_code, 2) << overwrite.output;
-  EXPECT_NE(overwrite.output.find("is not a valid attnbench results file, so it is not replaced"), std::string::npos)
+  EXPECT_NE(overwrite.output.find("exists and is not a finished results file; it is left as it is"), std::string::npos)
       << overwrite.output;
   // …and --resume refuses it when it is not a whole results file.
   const CommandResult corrupt =

@@ -276,7 +276,7 @@ TEST(ScenarioErrors, TheSameProblemInEveryCaseIsReportedOnceWithACount) {
   const InputError error(diagnostics);
   ASSERT_EQ(error.diagnostics().size(), 1u) << error.what();
   EXPECT_EQ(error.diagnostics()[0].format(),
-            "bad.json: defaults.kv_heads: must divide heads (6), got 4 (in sweep{seqlen=1} and 4 more)");
+            "bad.json: defaults.kv_heads: must divide heads (6), got 4 (in all 5 cases)");
 }
 
 TEST(ScenarioErrors, ExplicitLengthsOverAllCasesAreBounded) {

@@ -35,6 +35,7 @@ struct RunCommandOptions {
   std::string implementations;
   CLI::Option* implementation_option = nullptr;  // --impl, to tell "--impl ''" from no --impl
   std::string shard;
+  bool no_profile = false;
   int device = 0;
 };
 // Registers the shared options on `command`.

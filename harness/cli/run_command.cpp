@@ -85,7 +85,7 @@ void add_run_options(CLI::App& command, RunCommandOptions& options) {
                    "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
   command.add_flag("--overwrite", options.run.overwrite,
                    "Replace what -o FILE (and --dump DIR) already holds instead of refusing");
-  command.add_flag("!--no-profile", options.run.profile,
+  command.add_flag("--no-profile", options.no_profile,
                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
   command.add_flag("--profile-kernels", options.run.profile_kernels,
                    "Also profile each kernel of a call separately (traffic.measured.kernels)");
@@ -100,6 +100,7 @@ int execute_run(RunCommandOptions& options, const std::vector<std::string>& comm
     run.implementations = implementation_list(options.implementations);
   }
   if (!options.shard.empty()) run.shard = parse_shard(options.shard);
+  run.profile = !options.no_profile;
   BackendRegistry::instance().set_device_index(options.device);
   run.interactive = isatty(STDERR_FILENO) != 0;
   run.command_line = command_line;

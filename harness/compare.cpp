@@ -227,6 +227,11 @@ std::optional<MetricComparison> compare_statuses(const Json& base, const Json& n
   return metric("status", CompareVerdict::inconclusive, "NEW skipped: " + new_reason, details);
 }
 
+// Whether a record's time comes from the simulator (cudasim), not a GPU.
+bool is_simulated(const Json& record) {
+  return record["timing"].is_object() && record["timing"].value("simulated", false);
+}
+
 // Why the time of a cell cannot be judged, or "" when it can.
 std::string time_not_comparable(const Json& base, const Json& next) {
   if (!base["timing"].is_object() || !next["timing"].is_object()) {
@@ -615,7 +620,11 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
       cell.metrics.push_back(std::move(*status));
     } else {
       const std::string unjudgeable = time_not_comparable(*before, *after);
-      if (unjudgeable.empty()) {
+      if (is_simulated(*before) || is_simulated(*after)) {
+        // A simulator's clock says nothing about a GPU's speed: no verdict either way.
+        cell.metrics.push_back(metric("time", CompareVerdict::pass, "time: not judged (simulated on the CPU)",
+                                      {{"reason", "simulated"}}));
+      } else if (unjudgeable.empty()) {
         timed.push_back({samples_of(*before), samples_of(*after), cell.tolerances.time_threshold});
         timed_cells.push_back(report.cells.size());
       } else {

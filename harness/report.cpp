@@ -122,6 +122,21 @@ Cell measured(const Json& record, const Json& value, double scale = 1.0) {
   return value.is_number() ? Cell::value(value.get<double>() * scale) : Cell::empty();
 }
 
+// Whether a record's time comes from the simulator (cudasim), not a GPU.
+bool is_simulated(const Json& record) {
+  const Json& simulated = at(record, {"timing", "simulated"});
+  return simulated.is_boolean() && simulated.get<bool>();
+}
+
+constexpr const char* kSimulatedReason = "simulated on the CPU (cudasim): its time says nothing about a GPU's";
+
+// A number derived from the record's time (runtime, FLOP/s): as `measured`,
+// but "sim" for a simulated record, whose time is no performance figure.
+Cell timed(const Json& record, const Json& value, double scale = 1.0) {
+  if (is_ok(record) && is_simulated(record)) return Cell::marker("sim", "ok", kSimulatedReason);
+  return measured(record, value, scale);
+}
+
 // Read plus write bytes of a traffic entry ({read_bytes, write_bytes}), if any.
 std::optional<double> total_bytes(const Json& entry) {
   if (!entry.is_object() || !entry.contains("read_bytes") || !entry.contains("write_bytes")) return std::nullopt;
@@ -138,7 +153,7 @@ std::pair<std::optional<double>, std::string> hbm_bytes(const Json& record) {
 
 std::optional<double> median_seconds(const Json& record) {
   const Json& p50 = at(record, {"timing", "statistics", "p50"});
-  if (!is_ok(record) || !p50.is_number() || p50.get<double>() <= 0) return std::nullopt;
+  if (!is_ok(record) || is_simulated(record) || !p50.is_number() || p50.get<double>() <= 0) return std::nullopt;
   return p50.get<double>();
 }
 
@@ -196,7 +211,7 @@ struct RateUnit {
 RateUnit table_rate_unit(const MergedResults& results) {
   const double largest = largest_amount(results, [](const Json& r) -> std::optional<double> {
     const Json& tflops = at(r, {"timing", "tflops"});
-    return tflops.is_number() ? std::optional(tflops.get<double>() * 1e12) : std::nullopt;
+    return tflops.is_number() && !is_simulated(r) ? std::optional(tflops.get<double>() * 1e12) : std::nullopt;
   });
   if (largest >= 1e12) return {"TFLOP/s", 1e12};
   if (largest >= 1e9) return {"GFLOP/s", 1e9};
@@ -453,13 +468,18 @@ Table new_table(const std::string& kind, const std::string& title, const MergedR
 }
 
 void add_closing_notes(Table& table, const MergedResults& results) {
+  bool simulated = false;
   for (const RecordRef& ref : results.records()) {
     const Json& record = *ref.record;
+    simulated = simulated || (is_ok(record) && is_simulated(record));
     if (is_ok(record)) continue;
     const std::string note = missing(record).text + ": " + record["implementation"].get<std::string>() + ", " +
                              record["scenario"].get<std::string>() + " " + short_case_label(record["problem"]) + ": " +
                              record["reason"].get<std::string>();
     if (std::find(table.notes.begin(), table.notes.end(), note) == table.notes.end()) table.notes.push_back(note);
+  }
+  if (simulated) {
+    table.notes.push_back("sim: " + std::string(kSimulatedReason) + "; no runtime, FLOP/s or speedup is shown for it.");
   }
   for (const ResultsSource& source : results.sources()) {
     std::vector<std::string> devices;
@@ -513,7 +533,7 @@ Table fig2_table(const MergedResults& results, const ReportOptions& options) {
       table.groups[g].rows.push_back({Cell::label(record["implementation"]),
                                       measured(record, at(record, {"flops", "total"}), 1e-9),
                                       bytes_cell(record, bytes, unit), Cell::label(is_ok(record) ? source : "-"),
-                                      measured(record, at(record, {"timing", "statistics", "p50"}), 1e3)});
+                                      timed(record, at(record, {"timing", "statistics", "p50"}), 1e3)});
     }
   }
   table.notes = {
@@ -597,11 +617,11 @@ Table seqlen_table(const MergedResults& results, const ReportOptions& options) {
                           "FlashAttention-2 Figures 4-7)",
                           results, baseline);
   const Quantity runtime{{"runtime", "ms", "ms", 3}, [](const Json& r) {
-                           return measured(r, at(r, {"timing", "statistics", "p50"}), 1e3);
+                           return timed(r, at(r, {"timing", "statistics", "p50"}), 1e3);
                          }};
   const RateUnit rate = table_rate_unit(results);
   const Quantity throughput{{"throughput", rate.name, rate.name, 2}, [rate](const Json& r) {
-                              return measured(r, at(r, {"timing", "tflops"}), 1e12 / rate.flops_per_second);
+                              return timed(r, at(r, {"timing", "tflops"}), 1e12 / rate.flops_per_second);
                             }};
   fill_wide_sweep_table(table, results, baseline, {runtime, throughput},
                         Ratio{{"speedup", "speedup", "x", 2}, median_seconds});

@@ -572,7 +572,7 @@ void print_summary(const ResultsDocument& results) {
     name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
   }
   std::string current_case;
-  bool any_timing = false;
+  bool any_timing = false, any_simulated = false;
   for (const auto& record : records) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
@@ -601,8 +601,11 @@ void print_summary(const ResultsDocument& results) {
             (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
         spread = format_fixed(100 * half_width, 1) + "%";
       }
-      samples = std::to_string(statistics["count"].get<std::size_t>()) + (timing["converged"].get<bool>() ? " " : "*");
-      if (p50 > 0) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
+      const bool simulated = timing.value("simulated", false);
+      any_simulated = any_simulated || simulated;
+      samples = std::to_string(statistics["count"].get<std::size_t>()) +
+                (simulated ? "s" : timing["converged"].get<bool>() ? " " : "*");
+      if (p50 > 0 && !simulated) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
     }
     if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
     std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
@@ -618,7 +621,10 @@ void print_summary(const ResultsDocument& results) {
     const std::string legend =
         "+-CI/2: half the median's 95% CI, relative (- below " + std::to_string(fewest_samples_with_a_median_interval()) +
         " samples, too few for one). samples: * = stopped at max_samples or max_seconds before the CI reached "
-        "target_ci_width.";
+        "target_ci_width." +
+        std::string(any_simulated ? " s = simulated on the CPU (cudasim): one call, timed by the host clock, no "
+                                    "GPU performance figure (so no throughput)."
+                                  : "");
     std::printf("\n");
     for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
   }

@@ -1,7 +1,8 @@
 // The cudasim device end to end through the attnbench binary: the quick
 // scenario on the simulated CUDA implementations (every case checked against
 // the oracle, the fused rule against the simulated baseline, times marked
-// simulated), and the simulator never picked by a default selection.
+// simulated and shown as no throughput), and the simulator never picked by a
+// default selection.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,6 +24,8 @@ TEST_F(CliCudasim, TheQuickScenarioRunsOnTheSimulatedKernelsAndPassesTheOracle) 
   const CommandResult run = run_attnbench("run " + scenario_path("quick.json") +
                                           " --impl cudasim.flash,cudasim.cublas --threads 2 -o " + output.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("s = simulated on the CPU (cudasim)"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("FLOP/s"), std::string::npos) << "no throughput from a simulated time:\n" << run.output;
   const Json results = read_json(output);
   static const JsonSchema schema(results_schema());
   EXPECT_TRUE(schema.validate(results).empty());

@@ -274,6 +274,25 @@ TEST(Compare, AThrottledRecordMakesTimeInconclusive) {
   EXPECT_EQ(pair.compare().exit_code, 1);
 }
 
+TEST(Compare, SimulatedTimesGetNoVerdictWhileMemoryAndAccuracyStillDo) {
+  Pair pair;
+  for (int i = 0; i < 3; ++i) {
+    pair.base_record(i)["timing"]["simulated"] = true;
+    pair.new_record(i)["timing"]["simulated"] = true;
+    pair.base_record(i)["timing"]["samples_seconds"] = samples(1e-3, 30 + i, 1);
+  }
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(5e-3, 40, 1);  // five times slower: no matter
+  pair.new_record(1)["memory"]["peak_bytes"] = 2 * 1048576;
+  const CompareReport report = pair.compare();
+  const MetricComparison* time = cell(report, "case0").metric("time");
+  ASSERT_NE(time, nullptr);
+  EXPECT_EQ(time->verdict, CompareVerdict::pass);
+  EXPECT_EQ(time->summary, "time: not judged (simulated on the CPU)");
+  EXPECT_FALSE(report.time_summary().geometric_mean_ratio) << "no simulated time in the geometric mean";
+  EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::regression) << "peak memory is still judged";
+  EXPECT_EQ(report.exit_code, 1);
+}
+
 TEST(Compare, DifferentDevicesAreRefusedUnlessAllowed) {
   Pair pair;
   pair.next["devices"][0]["name"] = "Other CPU";

@@ -363,6 +363,26 @@ TEST(ReportSeqlen, SkippedAndFailedRecordsShowTheirStatus) {
   EXPECT_FALSE(has_column(table, "speedup/cpu.flash"));
 }
 
+TEST(ReportSeqlen, SimulatedTimesAreNeverShownAsPerformance) {
+  const Problem p = make_problem(1, 1, 64, 16);
+  Json flash = make_record(p, Outcome("cudasim.flash").time(40e-3));
+  Json cublas = make_record(p, Outcome("cudasim.cublas").time(50e-3));
+  for (Json* record : {&flash, &cublas}) (*record)["timing"]["simulated"] = true;
+  const Json fast_gpu = make_record(p, Outcome("cpu.flash").time(2e-3));  // sets the rate unit alone
+  const Table table = build_table("seqlen", one_file({flash, cublas, fast_gpu}), {.baseline = "cudasim.cublas"});
+  for (const char* column : {"runtime/cudasim.flash", "throughput/cudasim.flash", "runtime/cudasim.cublas"}) {
+    const Cell& simulated = cell(table, 0, 0, column);
+    EXPECT_EQ(simulated.kind, Cell::Kind::marker) << column;
+    EXPECT_EQ(simulated.text, "sim") << column;
+  }
+  EXPECT_EQ(cell(table, 0, 0, "speedup/cudasim.flash").kind, Cell::Kind::empty) << "no speedup from simulated times";
+  EXPECT_NEAR(number(table, 0, 0, "runtime/cpu.flash"), 2.0, 1e-12);
+  EXPECT_EQ(table.columns[column_index(table, "throughput/cpu.flash")].unit, "MFLOP/s")
+      << "the unit follows the real measurements only";
+  EXPECT_NE(render_markdown(table).find("sim: simulated on the CPU (cudasim)"), std::string::npos);
+  EXPECT_EQ(build_table("fig2", one_file({flash}), {}).groups[0].rows[0].back().text, "sim");
+}
+
 TEST(ReportSeqlen, DifferentQueryAndKeyLengthsAreLabelled) {
   Problem p = make_problem(1, 1, 64, 16);
   p.seqlen_q = 32;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Every path and scenario file the docs name exists in the checkout, and no doc
-cites what a clone does not have: a tracker issue ("issue 5") or a file outside it.
+cites what a clone does not have: a tracker issue ("issue 5", also when a line
+break splits it) or a file outside it. The checks are tried on a made-up document
+first, so a check that stops finding its problem fails too.
 
 Reads README.md, DEVELOPERS.md, docs/*.md, reports/README.md and
 scripts/slurm/README.md, and checks:
@@ -28,7 +30,8 @@ DOCUMENTS = ["README.md", "DEVELOPERS.md", "docs/*.md", "reports/README.md", "sc
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 PATHLIKE = re.compile(r"^[A-Za-z0-9_.*/{}-]+$")
-TRACKER_ISSUE = re.compile(r"\b[Ii]ssues? #?\d+\b")
+# Across a line break too: "issue\n13" is as much a citation as "issue 13".
+TRACKER_ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+\b")
 
 
 def documents(root):
@@ -101,10 +104,14 @@ def problems_in(root, document):
     base = document.parent
     problems = []
     in_code = False
-    for number, line in enumerate(document.read_text().splitlines(), 1):
+    text = document.read_text()
+    for match in TRACKER_ISSUE.finditer(text):
+        number = text.count("\n", 0, match.start()) + 1
+        issue = " ".join(match.group(0).split())
+        problems.append(f"{document.relative_to(root)}:{number}: cites a tracker issue ({issue}), "
+                        "which a reader of the clone cannot see")
+    for number, line in enumerate(text.splitlines(), 1):
         where = f"{document.relative_to(root)}:{number}"
-        for issue in TRACKER_ISSUE.findall(line):
-            problems.append(f"{where}: cites a tracker issue ({issue}), which a reader of the clone cannot see")
         if line.lstrip().startswith("```"):
             in_code = not in_code
             continue
@@ -124,7 +131,25 @@ def problems_in(root, document):
     return problems
 
 
+def check_the_checker():
+    """The checks themselves: a citation wrapped over two lines, a path outside the
+    checkout and a missing file are each found."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as directory:
+        root = pathlib.Path(directory)
+        (root / "docs").mkdir()
+        document = root / "docs" / "doc.md"
+        document.write_text("The reproducers of issue\n13 are kept; see `../shared/DESIGN.md`\n"
+                            "and `docs/missing.md`.\n")
+        found = problems_in(root, document)
+        expected = ["docs/doc.md:1: cites a tracker issue (issue 13)", "../shared/DESIGN.md does not exist",
+                    "docs/missing.md does not exist"]
+        missed = [e for e in expected if not any(e in problem for problem in found)]
+        assert not missed, f"the doc check misses {missed}; it found {found}"
+
+
 def main():
+    check_the_checker()
     parser = argparse.ArgumentParser()
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
     root = parser.parse_args().source_dir.resolve()

@@ -1,5 +1,6 @@
 // The profiling pass on a CUDA device: CUPTI's Range Profiler (target side)
-// with its Host API (../shared/notes/cupti.md has the call sequence).
+// with its Host API (docs/io-models.md describes the pass; cupti_profiler.cpp
+// has the call sequence).
 //
 // - The host side (metric names -> configuration image, pass count, metric
 //   evaluation) needs no GPU when given a chip name ("GH100" for H100/H200):

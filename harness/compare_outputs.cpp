@@ -59,11 +59,18 @@ std::string changes_text(const CellComparison& cell, const std::string& separato
   return text;
 }
 
+// "3 regressions", "1 inconclusive", "2 passes".
+std::string verdict_count(const CompareReport& report, CompareVerdict verdict) {
+  const std::string name = to_string(verdict);
+  const std::size_t count = report.count(verdict);
+  if (verdict == CompareVerdict::inconclusive) return std::to_string(count) + " " + name;
+  return count_of(count, name, verdict == CompareVerdict::pass ? "passes" : "");
+}
+
 std::string counts_text(const CompareReport& report) {
-  std::string text = std::to_string(report.cells.size()) + " cells compared: ";
+  std::string text = count_of(report.cells.size(), "cell") + " compared: ";
   for (CompareVerdict verdict : kBySeverity) {
-    text += std::to_string(report.count(verdict)) + " " + to_string(verdict) +
-            (verdict == CompareVerdict::pass ? "" : ", ");
+    text += verdict_count(report, verdict) + (verdict == CompareVerdict::pass ? "" : ", ");
   }
   return text + "; " + std::to_string(report.only_in_base.size()) + " only in BASE, " +
          std::to_string(report.only_in_new.size()) + " only in NEW";
@@ -74,7 +81,7 @@ std::string geometric_mean_text(const CompareReport& report) {
   const CompareReport::TimeSummary summary = report.time_summary();
   if (!summary.geometric_mean_ratio) return "";
   const double ratio = *summary.geometric_mean_ratio;
-  return "time NEW/BASE geometric mean over " + std::to_string(summary.cells) + " cells: " +
+  return "time NEW/BASE geometric mean over " + count_of(summary.cells, "cell") + ": " +
          (ratio >= 1 ? "+" : "") + format_fixed(100.0 * (ratio - 1.0), 1) + "% (ratio " + format_fixed(ratio, 4) + ")";
 }
 
@@ -270,40 +277,46 @@ std::string render_compare_refusal(const CompareReport& report) {
   return text;
 }
 
+// A line of text wrapped at 80 columns, continuation lines indented.
+std::string wrapped(const std::string& text) {
+  std::string lines;
+  for (const std::string& line : wrap_words(text, 78, "")) lines += (lines.empty() ? "" : "  ") + line + "\n";
+  return lines;
+}
+
 std::string render_compare_terminal(const CompareReport& report) {
   std::ostringstream out;
   out << "attnbench compare: BASE " << report.base.path << " (git " << report.base.git_revision << "), NEW "
       << report.next.path << " (git " << report.next.git_revision << ")\n"
-      << settings_text(report) << "\n";
+      << wrapped(settings_text(report));
   for (const DeviceDifference& difference : report.device_differences) {
     out << "devices differ (allowed): " << difference.format() << "\n";
   }
   for (const SettingDifference& difference : report.setting_differences) {
     out << "run settings differ (allowed): " << difference.format() << "\n";
   }
+  // One row of verdicts per cell, within 80 columns; under it, indented, the
+  // cell (case keys run past 80 columns alone) and one line per other change.
   const std::vector<const CellComparison*> cells = by_severity(report);
-  std::size_t time_width = 13, memory_width = 11, cell_width = 4;
+  std::size_t time_width = 13, memory_width = 6;
   for (const CellComparison* cell : cells) {
     time_width = std::max(time_width, time_text(*cell).size());
-    memory_width = std::max(memory_width, peak_memory_text(*cell).size());
-    cell_width =
-        std::max(cell_width, cell_name(cell->scenario, cell->case_key).size() + 1 + cell->implementation.size());
+    memory_width = std::max(memory_width, metric_verdict_text(*cell, "peak_memory").size());
   }
   if (!cells.empty()) {
     out << "\n" << padded("verdict", 13) << padded("time", 13) << padded("time NEW/BASE", time_width + 2)
-        << padded("memory", 13) << padded("peak memory", memory_width + 2) << padded("cell", cell_width + 2)
-        << "what else changed\n";
+        << padded("memory", memory_width + 2) << "peak memory\n"
+        << "  cell (scenario/case key implementation), what else changed\n";
   }
   for (const CellComparison* cell : cells) {
-    const std::string changes = changes_text(*cell, "; ");
-    const std::string name = cell_name(cell->scenario, cell->case_key) + " " + cell->implementation;
     out << padded(to_string(cell->verdict), 13) << padded(metric_verdict_text(*cell, "time"), 13)
-        << padded(time_text(*cell), time_width + 2) << padded(metric_verdict_text(*cell, "peak_memory"), 13)
-        << padded(peak_memory_text(*cell), memory_width + 2)
-        << (changes.empty() ? name : padded(name, cell_width + 2) + changes) << "\n";
+        << padded(time_text(*cell), time_width + 2) << padded(metric_verdict_text(*cell, "peak_memory"), memory_width + 2)
+        << peak_memory_text(*cell) << "\n"
+        << "  " << cell_name(cell->scenario, cell->case_key) << " " << cell->implementation << "\n";
+    if (const std::string changes = changes_text(*cell, "\n  "); !changes.empty()) out << "  " << changes << "\n";
   }
   for (const auto& [side, cell] : unmatched_cells(report)) out << unmatched_line(side, *cell) << "\n";
-  out << "\n" << counts_text(report) << "\n";
+  out << "\n" << wrapped(counts_text(report));
   if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
     out << geometric_mean << "\n";
   }
@@ -314,10 +327,10 @@ std::string render_compare_terminal(const CompareReport& report) {
 std::string render_compare_markdown(const CompareReport& report) {
   std::ostringstream out;
   out << "## attnbench compare: " << outcome_text(report) << "\n\n"
-      << "**" << report.count(CompareVerdict::regression) << " regression**, "
-      << report.count(CompareVerdict::inconclusive) << " inconclusive, " << report.count(CompareVerdict::improvement)
-      << " improvement, " << report.count(CompareVerdict::pass) << " pass (" << report.cells.size()
-      << " cells compared; " << report.only_in_base.size() << " only in BASE, " << report.only_in_new.size()
+      << "**" << verdict_count(report, CompareVerdict::regression) << "**, "
+      << verdict_count(report, CompareVerdict::inconclusive) << ", "
+      << verdict_count(report, CompareVerdict::improvement) << ", " << verdict_count(report, CompareVerdict::pass)
+      << " (" << count_of(report.cells.size(), "cell") << " compared; " << report.only_in_base.size() << " only in BASE, " << report.only_in_new.size()
       << " only in NEW)\n\n"
       << "BASE " << markdown_code(report.base.path) << " (git " << markdown_code(report.base.git_revision) << "), NEW "
       << markdown_code(report.next.path) << " (git " << markdown_code(report.next.git_revision) << "). "

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -88,7 +89,17 @@ TEST_F(CliCompare, TwoRunsOfTheSameScenarioMatchEveryCell) {
     EXPECT_TRUE(cell["metrics"]["time"]["ratio"].is_number()) << cell["case_key"];
     EXPECT_EQ(cell["metrics"]["peak_memory"]["verdict"], "pass") << cell["implementation"];
   }
-  EXPECT_NE(compare.output.find("6 cells compared: 0 regression, 0 inconclusive"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("6 cells compared: 0 regressions, 0 inconclusive"), std::string::npos) << compare.output;
+  // 80 columns: a row of verdicts per cell, the cell itself (its case key alone
+  // may be longer) on the indented line below; the input paths aside.
+  std::istringstream lines(compare.output);
+  std::size_t rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("pass ", 0) == 0) ++rows;
+    if (line.rfind("  tiny/", 0) == 0 || line.rfind("attnbench compare: BASE ", 0) == 0) continue;
+    EXPECT_LE(line.size(), 80u) << line;
+  }
+  EXPECT_EQ(rows, 6u) << compare.output;
 }
 
 TEST_F(CliCompare, AnIdenticalFilePassesWithExitZero) {

@@ -3,8 +3,9 @@
 # everything (what scripts/quickstart.sh built is reused), and run the whole
 # test suite. GPU tests skip with a message on a machine without one. The
 # simulator's whole correctness matrix (label cudasim_matrix) is left out; a
-# seeded third of it runs here: `ctest --test-dir build -L cudasim_matrix` runs
-# the rest. Arguments go to ctest.
+# seeded third of it runs here (test_cudasim_correctness), and
+# `ctest --test-dir build -L cudasim_matrix` runs all of it. Arguments go to
+# ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

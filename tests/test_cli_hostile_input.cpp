@@ -313,6 +313,27 @@ TEST_F(HostileInput, PathsThatAreNotUtf8AreRecordedEscaped) {
   EXPECT_EQ(results["command_line"][2], escaped);
 }
 
+TEST_F(HostileInput, OutputsThatAreNotUtf8AreWrittenAndRead) {
+  // The journal's header, a merge's command line and a report's source note
+  // held the raw bytes, which JSON cannot (internal error, exit 1).
+  const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
+                                                                 {"head_dim", 2}}));
+  const std::string output = path("o\xff.json").string();
+  const BoundedResult run = run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", output});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(load_results_file(output)["command_line"][6], path("o\\xFF.json").string());
+  EXPECT_FALSE(fs::exists(output + ".journal"));
+
+  const std::string merged = path("m\xff.json").string();
+  const BoundedResult merge = run_attnbench_bounded({"merge", output, "-o", merged});
+  ASSERT_EQ(merge.exit_code, 0) << merge.output;
+  EXPECT_EQ(load_results_file(merged)["command_line"][4], path("m\\xFF.json").string());
+
+  const BoundedResult report = run_attnbench_bounded({"report", output, "--table", "fig2", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("Source: " + path("o\\\\xFF.json").string()), std::string::npos) << report.output;
+}
+
 TEST_F(HostileInput, AnEmptyImplementationListIsBadUsage) {
   const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
                                                                  {"head_dim", 2}}));

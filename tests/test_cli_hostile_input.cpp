@@ -334,6 +334,27 @@ TEST_F(HostileInput, OutputsThatAreNotUtf8AreWrittenAndRead) {
   EXPECT_NE(report.output.find("Source: " + path("o\\\\xFF.json").string()), std::string::npos) << report.output;
 }
 
+TEST_F(HostileInput, AnOutputNameLeavesRoomForTheFilesBesideIt) {
+  // 250 bytes fit a file system, but not with ".tmp.<pid>" or ".journal"
+  // after them: the run ended with exit 4 ("File name too long"), the merge
+  // with an internal error.
+  const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
+                                                                 {"head_dim", 2}}));
+  const std::string results = tiny_results("a.json");
+  const std::string long_name = path(std::string(245, 'n') + ".json").string();
+  const std::string message = "is longer than 243 bytes, the most an output may have";
+  expect_refused(run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"merge", results, "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"report", results, "--table", "fig2", "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"compare", results, results, "--json", long_name}), message);
+  EXPECT_FALSE(fs::exists(long_name));
+
+  const std::string longest = path(std::string(238, 'n') + ".json").string();  // 243 bytes
+  const BoundedResult run = run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", longest});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(longest));
+}
+
 TEST_F(HostileInput, AnEmptyImplementationListIsBadUsage) {
   const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
                                                                  {"head_dim", 2}}));

@@ -308,6 +308,13 @@ std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs
   return notes;
 }
 
+// The command line as recorded: arguments are bytes, JSON strings are UTF-8.
+Json escaped_command_line(const std::vector<std::string>& command_line) {
+  Json arguments = Json::array();
+  for (const std::string& argument : command_line) arguments.push_back(escape_invalid_utf8(argument));
+  return arguments;
+}
+
 }  // namespace
 
 MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
@@ -357,7 +364,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   const bool complete = merged.incomplete.empty();
   merged.document = Json{{"schema", kResultsSchemaId},
                          {"tool", first["tool"]},
-                         {"command_line", command_line},
+                         {"command_line", escaped_command_line(command_line)},
                          {"started_at", started_at},
                          {"finished_at", complete ? Json(finished_at) : Json(nullptr)},
                          {"complete", complete},

@@ -487,7 +487,7 @@ void add_closing_notes(Table& table, const MergedResults& results) {
       devices.push_back(device["kind"].get<std::string>() + ": " + device["name"].get<std::string>());
     }
     const Json& tool = source.document["tool"];
-    table.notes.push_back("Source: " + source.path + " (" + (devices.empty() ? "no device" : join(devices, "; ")) +
+    table.notes.push_back("Source: " + escape_invalid_utf8(source.path) + " (" + (devices.empty() ? "no device" : join(devices, "; ")) +
                           "; attnbench " + tool["version"].get<std::string>() + ", git " +
                           tool["git_revision"].get<std::string>() + ")" +
                           (source.document["complete"].get<bool>() ? "" : "; an unfinished run (complete: false)"));

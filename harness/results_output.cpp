@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "format.hpp"
 #include "json_schema.hpp"
+#include "message_text.hpp"
 
 namespace attnbench {
 
@@ -196,7 +197,7 @@ void ResultsOutput::start(ResultsDocument document) {
   document_.emplace(std::move(document));
   write_results_file();
   journal_.emplace(journal_file(), Json{{"journal", kJournalSchemaId},
-                                         {"results_file", path_},
+                                         {"results_file", escape_invalid_utf8(path_)},
                                          {"started_at", document_->json()["started_at"]},
                                          {"run", run_identity(document_->json())}});
 }

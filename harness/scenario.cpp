@@ -86,8 +86,8 @@ class ScenarioParser {
   // is never used, so the semantic checks of everything else still run and
   // every problem is reported at once: a case is built unless one of the
   // values it takes (from defaults, its entry in cases, a sweep point) is broken.
-  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, std::vector<std::string> broken)
-      : file_(file), diagnostics_(diagnostics), broken_paths_(std::move(broken)) {
+  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, const std::vector<std::string>& broken)
+      : file_(file), diagnostics_(diagnostics), broken_paths_(broken.begin(), broken.end()) {
     for (const std::string& path : broken_paths_) broken_.insert(section_of(path));
   }
 
@@ -241,44 +241,49 @@ class ScenarioParser {
   // A problem of the case being built (current_label_). The same problem at
   // the same key in several cases (a bad value in defaults) is reported once,
   // naming the cases, by report_case_issues.
+  // Found through an index: a sweep of 100,000 cases can give as many distinct
+  // problems, and a scan of the earlier ones per problem would be quadratic.
   void case_error(const std::string& path, const std::string& message) {
     ++case_errors_;
-    for (CaseIssue& issue : case_issues_) {
-      if (issue.path == path && issue.message == message) {
-        issue.cases.push_back(current_label_);
-        return;
-      }
+    const auto [found, inserted] = case_issue_index_.try_emplace({path, message}, case_issues_.size());
+    if (inserted) {
+      case_issues_.push_back({path, message, {current_label_}, 1});
+      return;
     }
-    case_issues_.push_back({path, message, {current_label_}});
+    CaseIssue& issue = case_issues_[found->second];
+    if (issue.cases.size() < kNamedCases) issue.cases.push_back(current_label_);
+    ++issue.count;
   }
 
   void report_case_issues(std::size_t expanded_cases) {
     for (const CaseIssue& issue : case_issues_) {
       std::string where;
-      const std::size_t n = issue.cases.size();
+      const std::size_t n = issue.count;
       if (expanded_cases > 1 && n == expanded_cases) {
         where = " (in all " + std::to_string(n) + " cases)";
       } else if (expanded_cases > 1) {
-        for (std::size_t i = 0; i < std::min<std::size_t>(n, 3); ++i) {
+        for (std::size_t i = 0; i < std::min(n, kNamedCases); ++i) {
           where += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + issue.cases[i];
         }
-        if (n > 3) where += " and " + count_of(n - 3, "more case", "more cases");
+        if (n > kNamedCases) where += " and " + count_of(n - kNamedCases, "more case", "more cases");
         where = " (in " + where + ")";
       }
       error(issue.path, issue.message + where);
     }
     case_issues_.clear();
+    case_issue_index_.clear();
   }
 
   // Whether a value the merged problem takes has a schema error (at its path or below).
+  // Looked up in the sorted set of broken paths (up to the schema's 1,000
+  // errors), not scanned once per case.
   bool uses_broken_value(const MergedProblem& merged) const {
+    const auto has_prefix = [this](const std::string& prefix) {
+      const auto next = broken_paths_.lower_bound(prefix);
+      return next != broken_paths_.end() && next->compare(0, prefix.size(), prefix) == 0;
+    };
     for (const auto& [key, origin] : merged.origin) {
-      for (const std::string& broken : broken_paths_) {
-        if (broken.rfind(origin, 0) == 0 &&
-            (broken.size() == origin.size() || broken[origin.size()] == '.' || broken[origin.size()] == '[')) {
-          return true;
-        }
-      }
+      if (broken_paths_.count(origin) || has_prefix(origin + ".") || has_prefix(origin + "[")) return true;
     }
     return false;
   }
@@ -508,14 +513,17 @@ class ScenarioParser {
   struct CaseIssue {
     std::string path;
     std::string message;
-    std::vector<std::string> cases;  // the labels of the cases it was found in
+    std::vector<std::string> cases;  // the labels of the first kNamedCases cases it was found in
+    std::size_t count = 0;           // of all the cases it was found in
   };
+  static constexpr std::size_t kNamedCases = 3;
 
   std::string file_;
   std::vector<Diagnostic>& diagnostics_;
-  std::vector<std::string> broken_paths_;  // of the schema errors
+  std::set<std::string> broken_paths_;     // of the schema errors
   std::set<std::string> broken_;           // the sections they are in
   std::vector<CaseIssue> case_issues_;
+  std::map<std::pair<std::string, std::string>, std::size_t> case_issue_index_;  // (path, message) -> its issue
   std::string current_label_;  // of the case being built
   std::size_t case_errors_ = 0;
 };

@@ -26,4 +26,19 @@ std::string path_name_problem(std::string_view path) {
   return "";
 }
 
+std::string output_name_problem(std::string_view path) {
+  if (std::string problem = path_name_problem(path); !problem.empty()) return problem;
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::size_t most = kMaxFileNameBytes - kCompanionSuffixBytes;
+  if (name.size() > most) {
+    return "the file name " + quote(name) + " is longer than " +
+           std::to_string(most) +
+           " bytes, the most an output may have: its temporary, journal and lock files add up to " +
+           std::to_string(kCompanionSuffixBytes) + " bytes to the " + std::to_string(kMaxFileNameBytes) +
+           " a file system allows";
+  }
+  return "";
+}
+
 }  // namespace attnbench

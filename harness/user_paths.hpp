@@ -12,8 +12,17 @@ namespace attnbench {
 inline constexpr std::size_t kMaxFileNameBytes = 255;  // one path component (NAME_MAX on Linux)
 inline constexpr std::size_t kMaxPathBytes = 4095;     // the whole path (PATH_MAX less its terminator)
 
+// The most bytes the files written beside an output add to its name:
+// ".tmp.<process id>" (a pid has at most 7 digits), ".journal", ".lock".
+inline constexpr std::size_t kCompanionSuffixBytes = 12;
+
 // Why `path` cannot name a file ("empty file name", a component or the whole
 // path too long, a NUL byte), or "" when it can.
 std::string path_name_problem(std::string_view path);
+
+// Why `path` cannot name a file the tool writes, or "" when it can: besides
+// path_name_problem, its last component must leave room for the temporary,
+// journal and lock files beside it (kCompanionSuffixBytes).
+std::string output_name_problem(std::string_view path);
 
 }  // namespace attnbench

@@ -213,6 +213,25 @@ TEST_F(HostileInput, AnOversizedProblemNamesTheLimitItExceeds) {
   EXPECT_EQ(validate.output.find("Q and O"), std::string::npos) << "Q holds 2^44 elements, under its limit";
 }
 
+TEST_F(HostileInput, AHundredThousandDistinctCaseProblemsAreFoundInLinearTime) {
+  // Each of the 100,000 cases (a 900 kB file) is too large by a different score
+  // count, so none is a repeat of another; collecting them once scanned every
+  // earlier problem (quadratic: past 60 s in a release build). Now under 2 s
+  // in a release build; the limit leaves room for an unoptimised sanitizer build.
+  std::vector<std::int64_t> seqlens;
+  for (std::int64_t n = 16777216 - 100000; n < 16777216; ++n) seqlens.push_back(n);
+  Json document = scenario_with(Json{{"batch", 1 << 20}, {"heads", 1}, {"head_dim", 1}});
+  document["sweep"] = Json{{"seqlen", seqlens}};
+  expect_refused(run_attnbench_bounded({"validate", save("distinct.json", document)}, 60, rlim_t{4} << 30),
+                 "distinct.json: 99950 more problems not shown", 20000);
+
+  // Every sweep value out of range, then the cases past the schema's first
+  // 1,000 errors: each case looked for its values among the broken paths.
+  document["sweep"]["seqlen"] = std::vector<int>(100000, 0);
+  expect_refused(run_attnbench_bounded({"validate", save("zeros.json", document)}, 60, rlim_t{4} << 30),
+                 "zeros.json: has more problems than the 1000 below", 20000);
+}
+
 // ---- 13.4: bounded input files ----
 
 TEST_F(HostileInput, OnlyRegularFilesOfBoundedSizeAreRead) {
@@ -292,6 +311,48 @@ TEST_F(HostileInput, PathsThatAreNotUtf8AreRecordedEscaped) {
   const std::string escaped = path("s\\xFF.json").string();
   EXPECT_EQ(results["scenarios"][0]["path"], escaped);
   EXPECT_EQ(results["command_line"][2], escaped);
+}
+
+TEST_F(HostileInput, OutputsThatAreNotUtf8AreWrittenAndRead) {
+  // The journal's header, a merge's command line and a report's source note
+  // held the raw bytes, which JSON cannot (internal error, exit 1).
+  const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
+                                                                 {"head_dim", 2}}));
+  const std::string output = path("o\xff.json").string();
+  const BoundedResult run = run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", output});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(load_results_file(output)["command_line"][6], path("o\\xFF.json").string());
+  EXPECT_FALSE(fs::exists(output + ".journal"));
+
+  const std::string merged = path("m\xff.json").string();
+  const BoundedResult merge = run_attnbench_bounded({"merge", output, "-o", merged});
+  ASSERT_EQ(merge.exit_code, 0) << merge.output;
+  EXPECT_EQ(load_results_file(merged)["command_line"][4], path("m\\xFF.json").string());
+
+  const BoundedResult report = run_attnbench_bounded({"report", output, "--table", "fig2", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("Source: " + path("o\\\\xFF.json").string()), std::string::npos) << report.output;
+}
+
+TEST_F(HostileInput, AnOutputNameLeavesRoomForTheFilesBesideIt) {
+  // 250 bytes fit a file system, but not with ".tmp.<pid>" or ".journal"
+  // after them: the run ended with exit 4 ("File name too long"), the merge
+  // with an internal error.
+  const std::string scenario = save("s.json", scenario_with(Json{{"batch", 1}, {"heads", 1}, {"seqlen", 4},
+                                                                 {"head_dim", 2}}));
+  const std::string results = tiny_results("a.json");
+  const std::string long_name = path(std::string(245, 'n') + ".json").string();
+  const std::string message = "is longer than 243 bytes, the most an output may have";
+  expect_refused(run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"merge", results, "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"report", results, "--table", "fig2", "-o", long_name}), message);
+  expect_refused(run_attnbench_bounded({"compare", results, results, "--json", long_name}), message);
+  EXPECT_FALSE(fs::exists(long_name));
+
+  const std::string longest = path(std::string(238, 'n') + ".json").string();  // 243 bytes
+  const BoundedResult run = run_attnbench_bounded({"run", scenario, "--impl", "cpu.standard", "-o", longest});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(longest));
 }
 
 TEST_F(HostileInput, AnEmptyImplementationListIsBadUsage) {

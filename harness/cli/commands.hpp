@@ -56,5 +56,10 @@ std::vector<std::string> implementation_list(const std::string& text);
 inline CLI::Validator file_name_check() {
   return CLI::Validator([](std::string& path) { return path_name_problem(path); }, "", "file name");
 }
+// The same for an option naming a file the tool writes ("-" passes: stdout).
+inline CLI::Validator output_name_check() {
+  return CLI::Validator([](std::string& path) { return path == "-" ? std::string() : output_name_problem(path); }, "",
+                        "output file name");
+}
 
 }  // namespace attnbench

@@ -158,11 +158,11 @@ Subcommand add_compare_command(CLI::App& app) {
               "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
   command->add_option("--markdown", options->markdown,
                       "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout")
-      ->check(file_name_check());
+      ->check(output_name_check());
   command->add_option("--junit", options->junit, "Write JUnit XML, one test case per compared cell; - for stdout")
-      ->check(file_name_check());
+      ->check(output_name_check());
   command->add_option("--json", options->json, "Write the comparison as JSON (attnbench.compare/1); - for stdout")
-      ->check(file_name_check());
+      ->check(output_name_check());
   return {command, [options](const std::vector<std::string>&) { return command_compare(*options); }};
 }
 

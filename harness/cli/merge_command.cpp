@@ -15,7 +15,9 @@ Subcommand add_merge_command(CLI::App& app) {
   auto request = std::make_shared<MergeRequest>();
   CLI::App* command = app.add_subcommand("merge", "Join results files (the shards of a run) into one");
   command->add_option("files", request->input_paths, "Results files to merge")->required()->check(file_name_check());
-  command->add_option("-o,--output", request->output_path, "The merged results file")->required()->check(file_name_check());
+  command->add_option("-o,--output", request->output_path, "The merged results file")
+      ->required()
+      ->check(output_name_check());
   command->add_flag("--allow-mixed-devices", request->options.allow_mixed_devices,
                     "Merge files measured on different devices");
   command->add_flag("--allow-mixed-scenarios", request->options.allow_mixed_scenarios,

@@ -39,7 +39,7 @@ Subcommand add_report_command(CLI::App& app) {
                       "Implementation that speedups and memory reductions are relative to "
                       "(default: cuda.cublas, else cpu.standard)");
   command->add_option("-o,--output", options->output, "Write the report here (default: standard output)")
-      ->check(file_name_check());
+      ->check(output_name_check());
   return {command, [options](const std::vector<std::string>&) {
             for (const std::string& input : options->results) {
               if (!options->output.empty() && same_file(options->output, input)) {

@@ -70,7 +70,7 @@ namespace {
 void add_run_options(CLI::App& command, RunCommandOptions& options) {
   command.add_option("-o,--output", options.run.output_path, "Results file (default: results/<scenario>-<time>.json)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a restart appends the path it continues
-      ->check(file_name_check());
+      ->check(output_name_check());
   options.implementation_option =
       command.add_option("--impl", options.implementations, "Comma-separated implementations (overrides the scenario)");
   command.add_option("--filter", options.run.filter, "Only cases whose \"<scenario>/<case key>\" matches this regex");

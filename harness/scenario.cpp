@@ -397,7 +397,7 @@ class ScenarioParser {
       }
     }
     if (v.contains("padding") && !v["padding"].is_null()) {
-      parse_padding(v["padding"], merged.path_of("padding", label), context, p);
+      parse_padding(v["padding"], merged.path_of("padding", label), p);
     }
     if (v.contains("dropout")) {
       const Json& dropout = v["dropout"];
@@ -414,7 +414,7 @@ class ScenarioParser {
       const auto direction = v["direction"].get<std::string>();
       p.direction = direction == "fwd" ? Direction::fwd : direction == "bwd" ? Direction::bwd : Direction::fwd_bwd;
     }
-    if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), context, p);
+    if (v.contains("input")) parse_input(v["input"], merged.path_of("input", label), p);
     if (v.contains("block_q")) p.tile.block_q = v["block_q"].get<std::int64_t>();
     if (v.contains("block_k")) p.tile.block_k = v["block_k"].get<std::int64_t>();
     if (case_errors_ != errors_before) return false;
@@ -434,7 +434,7 @@ class ScenarioParser {
     return case_errors_ == errors_before;
   }
 
-  void parse_padding(const Json& padding, const std::string& path, const std::string& context, Problem& p) {
+  void parse_padding(const Json& padding, const std::string& path, Problem& p) {
     const bool lengths = padding.contains("lengths");
     const bool q = padding.contains("lengths_q");
     const bool k = padding.contains("lengths_k");
@@ -463,7 +463,7 @@ class ScenarioParser {
     p.lengths_k = padding[lengths ? "lengths" : "lengths_k"].get<std::vector<std::int64_t>>();
   }
 
-  void parse_input(const Json& input, const std::string& path, const std::string& context, Problem& p) {
+  void parse_input(const Json& input, const std::string& path, Problem& p) {
     const std::string distribution = input.value("distribution", std::string("normal"));
     const bool normal = distribution == "normal";
     for (const char* key : normal ? std::vector<const char*>{"low", "high"} : std::vector<const char*>{"mean", "std"}) {

@@ -1,9 +1,44 @@
 #include "backend.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <stdexcept>
 
+#include "dtype.hpp"
+
 namespace attnbench {
+
+namespace {
+
+class SteadyClockTimer final : public SampleTimer {
+ public:
+  void start() override { begin_ = std::chrono::steady_clock::now(); }
+  double stop() override { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point begin_;
+};
+
+}  // namespace
+
+void HostMemoryBackend::copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) {
+  if (bytes) std::memcpy(device_dst, host_src, bytes);
+}
+
+void HostMemoryBackend::copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) {
+  if (bytes) std::memcpy(host_dst, device_src, bytes);
+}
+
+void HostMemoryBackend::fill_with_nan(const TensorBuffer& buffer) {
+  attnbench::fill_with_nan(buffer.data, buffer.type, buffer.elements);
+}
+
+void HostMemoryBackend::fill_with_zeros(const TensorBuffer& buffer) {
+  if (buffer.elements) std::memset(buffer.data, 0, buffer.bytes());
+}
+
+std::unique_ptr<SampleTimer> HostMemoryBackend::make_timer() { return std::make_unique<SteadyClockTimer>(); }
 
 BackendRegistry& BackendRegistry::instance() {
   static BackendRegistry registry;

@@ -78,6 +78,20 @@ class Backend {
   virtual DeviceProfiler* profiler() { return nullptr; }
 };
 
+// What every backend whose memory the host addresses directly ("cpu",
+// "cudasim") does alike: copies are memcpy, fills are host loops, there is
+// nothing to synchronize, and samples are timed by the host's steady clock.
+class HostMemoryBackend : public Backend {
+ public:
+  void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) override;
+  void fill_with_nan(const TensorBuffer& buffer) override;
+  void fill_with_zeros(const TensorBuffer& buffer) override;
+  void synchronize() override {}
+  std::unique_ptr<SampleTimer> make_timer() override;
+  std::string_view clock_name() const override { return "host"; }
+};
+
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 class BackendRegistry {

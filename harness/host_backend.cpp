@@ -2,7 +2,6 @@
 // flush by writing a scratch buffer twice the cache's size (one instance of the
 // last-level cache, as sysfs describes it; see host_info.hpp).
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -13,18 +12,7 @@
 namespace attnbench {
 namespace {
 
-class HostTimer final : public SampleTimer {
- public:
-  void start() override { begin_ = std::chrono::steady_clock::now(); }
-  double stop() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point begin_;
-};
-
-class HostBackend final : public Backend {
+class HostBackend final : public HostMemoryBackend {
  public:
   HostBackend() : info_(read_host_info()) {}
 
@@ -39,21 +27,6 @@ class HostBackend final : public Backend {
     return pointer;
   }
   void release(void* pointer) override { std::free(pointer); }
-  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void fill_with_nan(const TensorBuffer& buffer) override {
-    attnbench::fill_with_nan(buffer.data, buffer.type, buffer.elements);
-  }
-  void fill_with_zeros(const TensorBuffer& buffer) override {
-    if (buffer.elements) std::memset(buffer.data, 0, buffer.bytes());
-  }
-  void synchronize() override {}
-  std::unique_ptr<SampleTimer> make_timer() override { return std::make_unique<HostTimer>(); }
-  std::string_view clock_name() const override { return "host"; }
 
   void flush_cache() override {
     if (scratch_.empty()) scratch_.assign(cache_flush_bytes(), 0);

@@ -26,6 +26,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/json_schema.hpp"
+#include "harness/results.hpp"
+
 #ifndef ATTNBENCH_BINARY
 #error "cli_test_support.hpp needs ATTNBENCH_BINARY, the path of the attnbench binary"
 #endif
@@ -136,6 +139,14 @@ inline std::string scenario_path(const std::string& name) {
 inline nlohmann::ordered_json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::ordered_json::parse(in);
+}
+
+// Expects `document` to satisfy the results schema, listing every error.
+inline void expect_results_schema_valid(const nlohmann::ordered_json& document) {
+  static const JsonSchema schema(results_schema());
+  std::string all;
+  for (const auto& error : schema.validate(document)) all += format_error(error) + "\n";
+  EXPECT_TRUE(all.empty()) << all;
 }
 
 inline std::string read_text(const std::filesystem::path& path) {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/json_schema.hpp"
 #include "harness/results.hpp"
 
 namespace attnbench {
@@ -21,16 +20,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace test;
 
-class Cli : public TempDirectoryTest {
- protected:
-  static void expect_schema_valid(const Json& document) {
-    static const JsonSchema schema(results_schema());
-    const auto errors = schema.validate(document);
-    std::string all;
-    for (const auto& error : errors) all += format_error(error) + "\n";
-    EXPECT_TRUE(errors.empty()) << all;
-  }
-};
+class Cli : public TempDirectoryTest {};
 
 // A tiny, fast scenario: one dense case and one masked backward case.
 const char* kTinyScenario = R"({
@@ -49,7 +39,7 @@ TEST_F(Cli, QuickScenarioWritesAValidCompleteResultsFile) {
   EXPECT_NE(run.output.find("24 records: 24 ok, 0 skipped, 0 failed"), std::string::npos) << run.output;
 
   const Json results = read_json(output);
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   EXPECT_EQ(results["schema"], "attnbench.results/1");
   EXPECT_TRUE(results["complete"].get<bool>());
   EXPECT_FALSE(results["finished_at"].is_null());
@@ -100,7 +90,7 @@ TEST_F(Cli, EdgeCasesPassWithoutNaN) {
   const CommandResult run = run_attnbench("run " + scenario_path("edge_cases.json") + " -o " + output.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(output);
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   for (const Json& record : results["records"]) {
     EXPECT_EQ(record["status"], "ok") << record["case_key"] << " " << record["implementation"] << ": " << record["reason"];
     for (const auto& [tensor, error] : record["accuracy"]["tensors"].items()) {
@@ -135,7 +125,7 @@ TEST_F(Cli, ACaseTooLargeForTheMachineIsSkippedWithTheNumbers) {
   const CommandResult run = run_attnbench("run " + scenario.string() + " -o " + path("huge_results.json").string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(path("huge_results.json"));
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   ASSERT_EQ(results["records"].size(), 3u);
   for (const Json& record : results["records"]) {
     EXPECT_EQ(record["status"], "skipped");
@@ -198,7 +188,7 @@ TEST_F(Cli, AnAccuracyFailureFailsTheRunWithExitOne) {
   const CommandResult run = run_attnbench("run " + scenario.string() + " -o " + path("strict_results.json").string());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   const Json results = read_json(path("strict_results.json"));
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   bool flash_failed = false;
   for (const Json& record : results["records"]) {
     if (record["implementation"] == "cpu.flash") {
@@ -226,7 +216,7 @@ TEST_F(Cli, ResumeKeepsFinishedRecordsAndRunsTheRest) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("already in the results file"), std::string::npos) << resumed.output;
   const Json result = read_json(output);
-  expect_schema_valid(result);
+  expect_results_schema_valid(result);
   EXPECT_TRUE(result["complete"].get<bool>());
   ASSERT_EQ(result["records"].size(), 6u);
   for (int i = 0; i < 3; ++i) {
@@ -280,7 +270,7 @@ TEST_F(Cli, ShardsSplitTheCasesDisjointlyAndCoverThemAll) {
                                             std::to_string(k) + "/3 -o " + output.string());
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const Json results = read_json(output);
-    expect_schema_valid(results);
+    expect_results_schema_valid(results);
     EXPECT_EQ(results["shard"], (Json{{"index", k}, {"count", 3}}));
     EXPECT_FALSE(results["records"].empty());
     for (const Json& record : results["records"]) cases.insert(record["case_index"].get<std::size_t>());

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "cli_test_support.hpp"
-#include "harness/json_schema.hpp"
 #include "harness/results.hpp"
 
 namespace attnbench {
@@ -23,15 +22,7 @@ using namespace test;
 // Few samples, hot cache: the tests are about what runs, not how fast.
 const std::string kQuickMeasure = " --hot";
 
-class Bench : public TempDirectoryTest {
- protected:
-  static void expect_schema_valid(const Json& document) {
-    static const JsonSchema schema(results_schema());
-    std::string all;
-    for (const auto& error : schema.validate(document)) all += format_error(error) + "\n";
-    EXPECT_TRUE(all.empty()) << all;
-  }
-};
+class Bench : public TempDirectoryTest {};
 
 TEST_F(Bench, CausalGqaBf16ForwardAndBackwardRunsEndToEnd) {
   const fs::path output = path("bench.json");
@@ -40,7 +31,7 @@ TEST_F(Bench, CausalGqaBf16ForwardAndBackwardRunsEndToEnd) {
       "--impl cpu.flash,cpu.standard -o " + output.string() + kQuickMeasure);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(output);
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   EXPECT_TRUE(results["complete"].get<bool>());
 
   ASSERT_EQ(results["scenarios"].size(), 1u);
@@ -75,7 +66,7 @@ TEST_F(Bench, AListOfValuesMakesASweepAxis) {
                                           output.string() + kQuickMeasure);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(output);
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   EXPECT_EQ(results["scenarios"][0]["name"], "tiny_sweep");
   EXPECT_EQ(results["scenarios"][0]["source"]["sweep"], (Json{{"causal", {false, true}}, {"window", {{4, 0}, {8, 0}}}}));
   EXPECT_EQ(results["scenarios"][0]["source"]["defaults"]["seqlen"], 16);

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/json_schema.hpp"
 #include "harness/results.hpp"
 
 namespace attnbench {
@@ -50,12 +49,6 @@ const char* kTiniestScenario = R"({
 
 class CliMeasurement : public TempDirectoryTest {
  protected:
-  static void expect_schema_valid(const Json& document) {
-    static const JsonSchema schema(results_schema());
-    std::string all;
-    for (const auto& error : schema.validate(document)) all += format_error(error) + "\n";
-    EXPECT_TRUE(all.empty()) << all;
-  }
   std::string small() const { return write("small.json", kSmallScenario).string(); }
   std::string out(const std::string& name) const { return path(name).string(); }
 };
@@ -66,7 +59,7 @@ TEST_F(CliMeasurement, MeasurementFlagsOverrideTheScenarioAndAreRecordedWithIt) 
                                           " --warmup 0.002 --warmup-iterations 3 --cold -o " + out("r.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(path("r.json"));
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   const Json& measure = results["scenarios"][0]["measure"];
   EXPECT_EQ(measure["min_samples"], 7);
   EXPECT_EQ(measure["max_samples"], 9);
@@ -134,7 +127,7 @@ TEST_F(CliMeasurement, ResultsRecordTheLoadThreadsAndTheCacheFigureWithTheirSour
       run_attnbench("run " + small() + " --impl cpu.flash --cold --max-samples 3 -o " + out("default.json"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json results = read_json(path("default.json"));
-  expect_schema_valid(results);
+  expect_results_schema_valid(results);
   const Json& host = results["host"];
   EXPECT_EQ(results["threads_source"], "available_cpus");
   EXPECT_EQ(results["threads"], host["available_cpus"]);

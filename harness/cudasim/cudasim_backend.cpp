@@ -7,10 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <map>
-#include <cstring>
 #include <new>
 
 #include "harness/backend.hpp"
@@ -23,16 +21,7 @@
 namespace attnbench {
 namespace {
 
-class HostClockTimer final : public SampleTimer {
- public:
-  void start() override { begin_ = std::chrono::steady_clock::now(); }
-  double stop() override { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count(); }
-
- private:
-  std::chrono::steady_clock::time_point begin_;
-};
-
-class CudasimBackend final : public Backend {
+class CudasimBackend final : public HostMemoryBackend {
  public:
   std::string_view device() const override { return "cudasim"; }
   BackendKind kind() const override { return BackendKind::simulator; }
@@ -70,22 +59,7 @@ class CudasimBackend final : public Backend {
   void note_buffer(const TensorBuffer& buffer, std::string_view name) override {
     cudasim::DeviceMemoryRegistry::instance().add_buffer(buffer.data, buffer.bytes(), std::string(name));
   }
-  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-  void fill_with_nan(const TensorBuffer& buffer) override {
-    attnbench::fill_with_nan(buffer.data, buffer.type, buffer.elements);
-  }
-  void fill_with_zeros(const TensorBuffer& buffer) override {
-    if (buffer.elements) std::memset(buffer.data, 0, buffer.bytes());
-  }
-  void synchronize() override {}
   void* stream() override { return &stream_; }
-  std::unique_ptr<SampleTimer> make_timer() override { return std::make_unique<HostClockTimer>(); }
-  std::string_view clock_name() const override { return "host"; }
   void flush_cache() override {}
   std::uint64_t cache_flush_bytes() const override { return 0; }
 

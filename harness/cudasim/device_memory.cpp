@@ -5,16 +5,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "harness/cudasim/report_text.hpp"
+
 namespace cudasim {
-namespace {
-
-std::string hex(std::uintptr_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-}  // namespace
 
 std::string describe_buffer(const DeviceBuffer& buffer) {
   return "buffer \"" + buffer.name + "\" (" + std::to_string(buffer.end - buffer.begin) + " bytes at " +

@@ -13,6 +13,7 @@
 
 #include "harness/cudasim/cta.hpp"
 #include "harness/cudasim/device_runtime.hpp"
+#include "harness/cudasim/report_text.hpp"
 #include "harness/dtype.hpp"
 
 namespace cudasim {
@@ -148,12 +149,6 @@ float ex2_approx_ftz(float x) {
 namespace {
 
 #define CUDASIM_PC __builtin_return_address(0)
-
-std::string hex(std::uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 SimThread& me() { return *current_thread; }
 

@@ -8,15 +8,10 @@
 #include <new>
 
 #include "harness/cudasim/cta.hpp"
+#include "harness/cudasim/report_text.hpp"
 
 namespace cudasim {
 namespace {
-
-std::string hex(std::uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 std::string who(int linear) {
   return "thread " + std::to_string(linear) + " (warp " + std::to_string(linear / 32) + ", lane " +

@@ -9,14 +9,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "harness/cudasim/report_text.hpp"
+
 namespace cudasim {
 namespace {
-
-std::string hex(std::uintptr_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 // addr2line's answer for `address` inside the loaded object that holds it:
 // pairs of lines (function, file:line), innermost inline frame first.

@@ -137,18 +137,19 @@ std::uint16_t SharedMemory::site_of(const void* pc) {
   return last_site_;
 }
 
+SharedMemory::Accessor SharedMemory::accessor(const SimThread& thread, const void* pc) {
+  return {static_cast<std::uint16_t>(thread.linear),
+          static_cast<std::uint8_t>(thread.cta->warp(thread.warp).sync_count), site_of(pc), thread.warp};
+}
+
 void SharedMemory::check_read(SimThread& thread, std::uint32_t address, std::size_t bytes, const void* pc) {
-  const auto me = static_cast<std::uint16_t>(thread.linear);
-  const auto syncs = static_cast<std::uint8_t>(thread.cta->warp(thread.warp).sync_count);
-  const std::uint16_t site = site_of(pc);
-  const auto ordered = [&](std::uint16_t other, std::uint8_t other_syncs) {
-    return other / 32 == thread.warp && other_syncs != syncs;
-  };
+  const Accessor access = accessor(thread, pc);
   bool reported = false;
   for (std::size_t i = 0; i < bytes; ++i) {
     Shadow& s = shadow_[address + i];
-    const bool suspicious = s.write_interval == 0 || (s.flags & kPending) ||
-                            (s.write_interval == interval_ && s.writer != me && !ordered(s.writer, s.write_warp_syncs));
+    const bool suspicious =
+        s.write_interval == 0 || (s.flags & kPending) ||
+        (s.write_interval == interval_ && s.writer != access.me && !access.ordered_after(s.writer, s.write_warp_syncs));
     if (suspicious && !reported) {
       reported = true;
       const std::string what = "read of " + std::to_string(bytes) + " bytes at " + describe_address(address);
@@ -169,43 +170,38 @@ void SharedMemory::check_read(SimThread& thread, std::uint32_t address, std::siz
     }
     if (s.read_interval != interval_) {
       s.read_interval = interval_;
-      s.reader = me;
+      s.reader = access.me;
       s.flags = static_cast<std::uint8_t>(s.flags & kPending);
-    } else if (s.reader != me) {
+    } else if (s.reader != access.me) {
       s.flags |= kManyReaders;
       if (s.reader / 32 != thread.warp) s.flags |= kReadersMixed;
     }
-    s.read_warp_syncs = syncs;
-    s.read_site = site;
+    s.read_warp_syncs = access.syncs;
+    s.read_site = access.site;
   }
 }
 
 void SharedMemory::check_write(SimThread& thread, std::uint32_t address, std::size_t bytes, SharedAccess kind,
                                const void* pc) {
-  const auto me = static_cast<std::uint16_t>(thread.linear);
-  const auto syncs = static_cast<std::uint8_t>(thread.cta->warp(thread.warp).sync_count);
-  const std::uint16_t site = site_of(pc);
-  const auto ordered = [&](std::uint16_t other, std::uint8_t other_syncs) {
-    return other / 32 == thread.warp && other_syncs != syncs;
-  };
+  const Accessor access = accessor(thread, pc);
   bool reported = false;
   for (std::size_t i = 0; i < bytes; ++i) {
     Shadow& s = shadow_[address + i];
     if (kind == SharedAccess::async_land) {
       s.flags = static_cast<std::uint8_t>(s.flags & ~kPending);
       s.write_interval = interval_;
-      s.writer = me;
-      s.write_warp_syncs = syncs;
+      s.writer = access.me;
+      s.write_warp_syncs = access.syncs;
       continue;
     }
     const bool many = (s.flags & kManyReaders) != 0;
     const bool pending = (s.flags & kPending) != 0;
     const bool write_conflict =
-        s.write_interval == interval_ && s.writer != me && !ordered(s.writer, s.write_warp_syncs);
+        s.write_interval == interval_ && s.writer != access.me && !access.ordered_after(s.writer, s.write_warp_syncs);
     const bool read_conflict =
         s.read_interval == interval_ &&
-        (many ? ((s.flags & kReadersMixed) || s.reader / 32 != thread.warp || s.read_warp_syncs == syncs)
-              : (s.reader != me && !ordered(s.reader, s.read_warp_syncs)));
+        (many ? ((s.flags & kReadersMixed) || s.reader / 32 != thread.warp || s.read_warp_syncs == access.syncs)
+              : (s.reader != access.me && !access.ordered_after(s.reader, s.read_warp_syncs)));
     if (!reported && (pending || write_conflict || read_conflict)) {
       reported = true;
       const std::string what = std::string(verb(kind)) + " of " + std::to_string(bytes) + " bytes at " +
@@ -226,9 +222,9 @@ void SharedMemory::check_write(SimThread& thread, std::uint32_t address, std::si
       }
     }
     s.write_interval = interval_;
-    s.writer = me;
-    s.write_warp_syncs = syncs;
-    s.write_site = site;
+    s.writer = access.me;
+    s.write_warp_syncs = access.syncs;
+    s.write_site = access.site;
     s.flags = static_cast<std::uint8_t>(kind == SharedAccess::async_issue ? (s.flags | kPending) : (s.flags & ~kPending));
   }
 }

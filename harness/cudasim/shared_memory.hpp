@@ -75,6 +75,20 @@ class SharedMemory {
   static constexpr std::uint8_t kManyReaders = 2;   // read by more than one thread in read_interval
   static constexpr std::uint8_t kReadersMixed = 4;  // … and by threads of more than one warp
   std::uint16_t site_of(const void* pc);
+  // The thread making an access, as the shadow records it.
+  struct Accessor {
+    std::uint16_t me;     // the thread's linear index
+    std::uint8_t syncs;   // its warp's __syncwarp count (mod 256)
+    std::uint16_t site;   // the access's place, an index into sites_
+    int warp;
+    // Whether an earlier access by `other`, made when its warp's count was
+    // `other_syncs`, is ordered before this one: the same warp, with a
+    // __syncwarp between.
+    bool ordered_after(std::uint16_t other, std::uint8_t other_syncs) const {
+      return other / 32 == warp && other_syncs != syncs;
+    }
+  };
+  Accessor accessor(const SimThread& thread, const void* pc);
   void check_read(SimThread& thread, std::uint32_t address, std::size_t bytes, const void* pc);
   void check_write(SimThread& thread, std::uint32_t address, std::size_t bytes, SharedAccess kind, const void* pc);
   std::string describe_address(std::uint32_t address) const;

@@ -29,7 +29,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../harness/host_tensor.hpp"
+#include "harness/host_tensor.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 

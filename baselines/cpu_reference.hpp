@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "../harness/implementation.hpp"
-#include "../harness/problem.hpp"
+#include "harness/implementation.hpp"
+#include "harness/scenario/problem.hpp"
 
 namespace attnbench {
 

@@ -32,8 +32,8 @@
 #include <limits>
 #include <memory>
 
-#include "../harness/host_tensor.hpp"
-#include "../harness/implementation.hpp"
+#include "harness/host_tensor.hpp"
+#include "harness/implementation.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 #include "../kernels/cpu_tiles.hpp"

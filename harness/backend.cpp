@@ -1,11 +1,11 @@
-#include "backend.hpp"
+#include "harness/backend.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 
-#include "dtype.hpp"
+#include "harness/dtype.hpp"
 
 namespace attnbench {
 

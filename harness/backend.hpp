@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "implementation.hpp"
-#include "profiler.hpp"
-#include "verdict.hpp"
+#include "harness/implementation.hpp"
+#include "harness/measure/profiler.hpp"
+#include "harness/verdict.hpp"
 
 namespace attnbench {
 

@@ -1,4 +1,4 @@
-#include "dtype.hpp"
+#include "harness/dtype.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "format.hpp"
+#include "harness/format.hpp"
 
 #include <cmath>
 #include <cstdio>

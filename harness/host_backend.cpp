@@ -6,8 +6,8 @@
 #include <cstring>
 #include <new>
 
-#include "backend.hpp"
-#include "host_info.hpp"
+#include "harness/backend.hpp"
+#include "harness/host_info.hpp"
 
 namespace attnbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "host_info.hpp"
+#include "harness/host_info.hpp"
 
 #include <sched.h>
 #include <sys/utsname.h>

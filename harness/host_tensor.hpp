@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "dtype.hpp"
-#include "implementation.hpp"
-#include "problem.hpp"
+#include "harness/dtype.hpp"
+#include "harness/implementation.hpp"
+#include "harness/scenario/problem.hpp"
 
 namespace attnbench {
 

@@ -1,4 +1,4 @@
-#include "implementation.hpp"
+#include "harness/implementation.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -20,11 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dtype.hpp"
-#include "problem.hpp"
-#include "traffic.hpp"
-#include "traffic_model.hpp"
-#include "verdict.hpp"
+#include "harness/dtype.hpp"
+#include "harness/scenario/problem.hpp"
+#include "harness/traffic.hpp"
+#include "harness/measure/traffic_model.hpp"
+#include "harness/verdict.hpp"
 
 namespace attnbench {
 
@@ -87,7 +87,7 @@ class Implementation {
   // True when the implementation adds the bytes it moves to context.traffic.
   virtual bool counts_traffic() const { return false; }
   // The analytic HBM traffic of one call in the problem's direction
-  // (harness/traffic_model.hpp, docs/io-models.md): the standard or the fused
+  // (harness/measure/traffic_model.hpp, docs/io-models.md): the standard or the fused
   // model with the storage widths and tiles this implementation really uses;
   // nullopt when it has none (the record's traffic.modelled is then null).
   virtual std::optional<TrafficModel> modelled_traffic(const Problem& /*problem*/) const { return std::nullopt; }

@@ -1,4 +1,4 @@
-#include "message_text.hpp"
+#include "harness/message_text.hpp"
 
 #include <cstdio>
 

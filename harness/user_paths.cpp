@@ -1,8 +1,8 @@
-#include "user_paths.hpp"
+#include "harness/user_paths.hpp"
 
 #include <algorithm>
 
-#include "message_text.hpp"
+#include "harness/message_text.hpp"
 
 namespace attnbench {
 

@@ -38,8 +38,8 @@
 #include <limits>
 #include <memory>
 
-#include "../harness/host_tensor.hpp"
-#include "../harness/implementation.hpp"
+#include "harness/host_tensor.hpp"
+#include "harness/implementation.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
 #include "common/online_softmax.hpp"

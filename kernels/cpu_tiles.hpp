@@ -14,11 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../harness/dtype.hpp"
-#include "../harness/host_tensor.hpp"
-#include "../harness/implementation.hpp"
-#include "../harness/problem.hpp"
-#include "../harness/traffic.hpp"
+#include "harness/dtype.hpp"
+#include "harness/host_tensor.hpp"
+#include "harness/implementation.hpp"
+#include "harness/scenario/problem.hpp"
+#include "harness/traffic.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
 

@@ -224,7 +224,7 @@ def mask_plan(problem):
 
 
 # ---------------------------------------------------------------------------
-# Statistics and the stopping rule: harness/statistics.cpp and harness/measure.cpp.
+# Statistics and the stopping rule: harness/measure/statistics.cpp and harness/measure/protocol.cpp.
 
 def percentile_sorted(ordered, q):
     position = q * (len(ordered) - 1)
@@ -272,7 +272,7 @@ def median_ci_relative_width(stats):
 
 
 def measure(settings, timer, before_sample, call, clock=None):
-    """The protocol of harness/measure.cpp: warm up (count and time), then sample until the
+    """The protocol of harness/measure/protocol.cpp: warm up (count and time), then sample until the
     minimums are met and the median's 95% CI is narrow enough, or a limit is reached (the
     time limit only once min_samples are taken). `timer(call)` returns one sample's seconds;
     `clock()` is the host's wall clock."""
@@ -309,7 +309,7 @@ def measure(settings, timer, before_sample, call, clock=None):
 
 
 # ---------------------------------------------------------------------------
-# Bytes: harness/problem.cpp's compulsory traffic.
+# Bytes: harness/scenario/problem.cpp's compulsory traffic.
 
 def element_counts(problem):
     q = problem["batch"] * problem["seqlen_q"] * problem["heads"] * problem["head_dim"]
@@ -393,7 +393,7 @@ def reference_unit(q, k, v, d_out, visible, scale, key_side):
 
 
 def tensor_error(values, reference, bound_per_dtype):
-    """The metrics of harness/accuracy.cpp's ErrorAccumulator, plus the per-dtype bound."""
+    """The metrics of harness/measure/accuracy.cpp's ErrorAccumulator, plus the per-dtype bound."""
     values, reference = np.asarray(values, np.float64).ravel(), np.asarray(reference, np.float64).ravel()
     oracle_finite = np.isfinite(reference)
     nan = np.isnan(values) & oracle_finite

@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/json_schema.hpp"
-#include "harness/results.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/results/document.hpp"
 
 #ifndef ATTNBENCH_BINARY
 #error "cli_test_support.hpp needs ATTNBENCH_BINARY, the path of the attnbench binary"

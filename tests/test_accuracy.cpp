@@ -2,7 +2,7 @@
 // metrics and the per-dtype bound against the fp64 oracle; poison (NaN) and
 // -inf handling; the fused-versus-baseline rule and its floor; and the JSON
 // record against the results schema.
-#include "harness/accuracy.hpp"
+#include "harness/measure/accuracy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 #include "attention_test_support.hpp"
 #include "harness/embedded_schemas.hpp"
-#include "harness/json_schema.hpp"
+#include "harness/scenario/json_schema.hpp"
 
 namespace attnbench::test {
 namespace {

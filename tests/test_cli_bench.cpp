@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli_test_support.hpp"
-#include "harness/results.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cli_test_support.hpp"
-#include "harness/json_schema.hpp"
-#include "harness/results.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

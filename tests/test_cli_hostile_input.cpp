@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/results.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

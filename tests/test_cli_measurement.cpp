@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/results.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {
@@ -178,7 +178,7 @@ TEST_F(CliMeasurement, TheDefaultThreadCountIsWhatTheAffinityMaskAllows) {
 
 // Runs the binary with OMP_WAIT_POLICY=`policy`, and returns the most threads
 // its process had at any of the polls made every 10 ms while it ran, not
-// counting the signal watcher (harness/interruption.hpp), which sleeps in a
+// counting the signal watcher (harness/results/interruption.hpp), which sleeps in a
 // read until a signal comes.
 int run_watching_threads(const std::string& arguments, const std::string& policy, int& exit_code) {
   const pid_t child = fork();

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/json_schema.hpp"
-#include "harness/results.hpp"
-#include "harness/results_journal.hpp"
-#include "harness/run_identity.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/results/document.hpp"
+#include "harness/results/journal.hpp"
+#include "harness/results/run_identity.hpp"
 
 namespace attnbench {
 namespace {

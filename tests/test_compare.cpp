@@ -2,7 +2,7 @@
 // schema): matching and unmatched cells, device identity, each metric's
 // tolerance, record statuses, throttling, the cell verdict and exit codes, the
 // configuration file with its overrides, and the rendered outputs.
-#include "harness/compare.hpp"
+#include "harness/compare/gate.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,12 @@
 #include <sstream>
 #include <string>
 
-#include "harness/compare_outputs.hpp"
-#include "harness/compare_statistics.hpp"
+#include "harness/compare/outputs.hpp"
+#include "harness/compare/statistics.hpp"
 #include "harness/errors.hpp"
-#include "harness/json_schema.hpp"
-#include "harness/json_text.hpp"
-#include "harness/results.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/scenario/json_text.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

@@ -1,10 +1,10 @@
-// The statistics of the regression gate's time verdict (harness/compare_statistics.hpp
-// and compare_times in harness/compare.hpp): pairwise-difference selection
+// The statistics of the regression gate's time verdict (harness/compare/statistics.hpp
+// and compare_times in harness/compare/gate.hpp): pairwise-difference selection
 // against brute force, the Mann–Whitney null distribution against enumeration,
 // the Hodges–Lehmann estimate, Moses bounds, p-values and Holm against
 // hand-computed values, the agreement of intervals with Holm's decisions, and
 // the gate's error rates and power on synthetic timing samples over many seeds.
-#include "harness/compare_statistics.hpp"
+#include "harness/compare/statistics.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "harness/compare.hpp"
+#include "harness/compare/gate.hpp"
 
 namespace attnbench {
 namespace {

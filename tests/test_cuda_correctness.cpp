@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/accuracy.hpp"
+#include "harness/measure/accuracy.hpp"
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
-#include "harness/session.hpp"
+#include "harness/measure/session.hpp"
 
 namespace attnbench {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness/format.hpp"
-#include "harness/progress.hpp"
+#include "harness/run/progress.hpp"
 
 namespace attnbench {
 namespace {

@@ -1,5 +1,5 @@
 // User text as the tool reads and quotes it: input files bounded
-// (harness/json_text.hpp), file names checked as names (harness/user_paths.hpp),
+// (harness/scenario/json_text.hpp), file names checked as names (harness/user_paths.hpp),
 // values quoted short and bytes escaped (harness/message_text.hpp).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
-#include "harness/json_text.hpp"
+#include "harness/scenario/json_text.hpp"
 #include "harness/message_text.hpp"
 #include "harness/user_paths.hpp"
 

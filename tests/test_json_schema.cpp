@@ -1,6 +1,6 @@
 // The JSON Schema validator: every keyword's verdicts, the paths and messages of
 // its errors, and the schemas its constructor refuses.
-#include "harness/json_schema.hpp"
+#include "harness/scenario/json_schema.hpp"
 
 #include <gtest/gtest.h>
 
@@ -348,7 +348,7 @@ TEST(JsonSchemaAlternatives, OneOfMatchingSeveralBranchesNamesThem) {
 TEST(JsonSchemaConstruction, RejectsUnsupportedKeywordsNamingThem) {
   EXPECT_EQ(rejection_of(Json::parse(R"({"properties": {"a": {"dependentSchemas": {}}}})")),
             "JSON schema #/properties/a: unsupported keyword \"dependentSchemas\" (only a subset of "
-            "Draft 2020-12 is implemented, see json_schema.hpp)");
+            "Draft 2020-12 is implemented, see harness/scenario/json_schema.hpp)");
   EXPECT_NE(rejection_of(Json::parse(R"({"unevaluatedProperties": false})")).find("\"unevaluatedProperties\""),
             std::string::npos);
   EXPECT_NE(rejection_of(Json::parse(R"({"$defs": {"x": {"definitions": {}}}})")).find("#/$defs/x"),

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/json_schema.hpp"
+#include "harness/scenario/json_schema.hpp"
 
 namespace attnbench {
 namespace {

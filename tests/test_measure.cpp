@@ -2,7 +2,7 @@
 // stopping rules, and the raw samples and their statistics. No expectation
 // depends on how fast this machine runs, except that a wall-clock limit is
 // eventually reached.
-#include "harness/measure.hpp"
+#include "harness/measure/protocol.hpp"
 
 #include <gtest/gtest.h>
 

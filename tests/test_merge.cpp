@@ -10,10 +10,10 @@
 #include <tuple>
 #include <vector>
 
-#include "harness/json_schema.hpp"
-#include "harness/merge.hpp"
-#include "harness/problem_json.hpp"
-#include "harness/results.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/results/merge.hpp"
+#include "harness/scenario/problem_json.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "harness/problem.hpp"
+#include "harness/scenario/problem.hpp"
 
 namespace attnbench {
 namespace {

@@ -1,6 +1,6 @@
-// The regular-expression engine (harness/regex.hpp): ECMAScript syntax on RE2,
+// The regular-expression engine (harness/scenario/regex.hpp): ECMAScript syntax on RE2,
 // UTF-8 aware, linear in the text, and refusing by name what RE2 cannot express.
-#include "harness/regex.hpp"
+#include "harness/scenario/regex.hpp"
 
 #include <gtest/gtest.h>
 

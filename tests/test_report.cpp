@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "harness/errors.hpp"
-#include "harness/json_schema.hpp"
-#include "harness/problem.hpp"
-#include "harness/problem_json.hpp"
-#include "harness/report.hpp"
-#include "harness/results.hpp"
-#include "harness/table.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/scenario/problem.hpp"
+#include "harness/scenario/problem_json.hpp"
+#include "harness/report/table_kinds.hpp"
+#include "harness/results/document.hpp"
+#include "harness/report/table.hpp"
 
 namespace attnbench {
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 
 #include "harness/errors.hpp"
-#include "harness/file_lock.hpp"
-#include "harness/results.hpp"
-#include "harness/results_journal.hpp"
-#include "harness/run_identity.hpp"
+#include "harness/results/file_lock.hpp"
+#include "harness/results/document.hpp"
+#include "harness/results/journal.hpp"
+#include "harness/results/run_identity.hpp"
 
 namespace attnbench {
 namespace {

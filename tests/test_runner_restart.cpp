@@ -10,10 +10,10 @@
 #include <fstream>
 
 #include "harness/errors.hpp"
-#include "harness/file_lock.hpp"
-#include "harness/results.hpp"
-#include "harness/results_journal.hpp"
-#include "harness/runner.hpp"
+#include "harness/results/file_lock.hpp"
+#include "harness/results/document.hpp"
+#include "harness/results/journal.hpp"
+#include "harness/run/runner.hpp"
 
 namespace attnbench {
 namespace {

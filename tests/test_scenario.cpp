@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "harness/json_schema.hpp"
-#include "harness/scenario.hpp"
+#include "harness/scenario/json_schema.hpp"
+#include "harness/scenario/scenario.hpp"
 
 namespace attnbench {
 namespace {

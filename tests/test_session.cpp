@@ -1,9 +1,9 @@
-// The harness's own OpenMP threads around a host measurement (harness/session.hpp,
-// harness/openmp_threads.hpp): input generation uses the run's thread count, and
+// The harness's own OpenMP threads around a host measurement (harness/measure/session.hpp,
+// harness/measure/openmp_threads.hpp): input generation uses the run's thread count, and
 // while samples are timed the only threads of the process are the timed call's
 // own team, whatever teams earlier work left behind. Thread counts, not wall
 // time, so a loaded machine cannot change the verdict.
-#include "harness/session.hpp"
+#include "harness/measure/session.hpp"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/openmp_threads.hpp"
+#include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "harness/errors.hpp"
-#include "harness/shard.hpp"
+#include "harness/run/shard.hpp"
 
 namespace attnbench {
 namespace {

@@ -2,7 +2,7 @@
 // distribution-free confidence interval of the median, checked against the
 // exact binomial coverage and by simulation; the running interval of the
 // stopping rule against the direct computation.
-#include "harness/statistics.hpp"
+#include "harness/measure/statistics.hpp"
 
 #include <gtest/gtest.h>
 

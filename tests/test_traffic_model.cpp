@@ -1,12 +1,12 @@
-// The analytic HBM-traffic models (harness/traffic_model.hpp, docs/io-models.md)
+// The analytic HBM-traffic models (harness/measure/traffic_model.hpp, docs/io-models.md)
 // against hand-computed values, causal and not, Nq != Nk; cpu.flash's model
 // equal to the bytes it counts on unmasked problems; the profiler-independent
 // pieces of the profiling pass (the measured record, the throttling verdict).
 #include <gtest/gtest.h>
 
 #include "attention_test_support.hpp"
-#include "harness/profiler.hpp"
-#include "harness/traffic_model.hpp"
+#include "harness/measure/profiler.hpp"
+#include "harness/measure/traffic_model.hpp"
 
 namespace attnbench::test {
 namespace {

@@ -71,7 +71,7 @@
 #include "baselines/cuda/softmax_kernel.hpp"
 #include "harness/cuda/cuda_check.hpp"
 #include "harness/cuda/cuda_implementation.hpp"
-#include "harness/traffic_model.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/kernel_launch.hpp"

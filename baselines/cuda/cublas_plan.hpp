@@ -34,7 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/problem.hpp"
+#include "harness/scenario/problem.hpp"
 #include "kernels/common/host_device.hpp"
 #include "kernels/cuda/attention_params.hpp"
 

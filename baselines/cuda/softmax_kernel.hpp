@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "harness/problem.hpp"
+#include "harness/scenario/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
-#include "harness/scenario.hpp"
+#include "harness/scenario/scenario.hpp"
 
 namespace attnbench {
 namespace {

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/user_paths.hpp"
-#include "harness/runner.hpp"
+#include "harness/run/runner.hpp"
 
 namespace attnbench {
 

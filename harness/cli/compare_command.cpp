@@ -1,4 +1,4 @@
-// `attnbench compare BASE NEW`: the regression gate (harness/compare.hpp,
+// `attnbench compare BASE NEW`: the regression gate (harness/compare/gate.hpp,
 // docs/compare.md). Settings, both results files and every output path are
 // checked, and every output rendered, before anything is written: bad input
 // (exit 2) and a refusal because the devices or the run settings differ (exit
@@ -12,10 +12,10 @@
 #include <type_traits>
 
 #include "harness/cli/commands.hpp"
-#include "harness/compare.hpp"
-#include "harness/compare_outputs.hpp"
+#include "harness/compare/gate.hpp"
+#include "harness/compare/outputs.hpp"
 #include "harness/errors.hpp"
-#include "harness/results.hpp"
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 namespace {

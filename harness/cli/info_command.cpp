@@ -9,7 +9,7 @@
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
-#include "harness/profiler.hpp"
+#include "harness/measure/profiler.hpp"
 #include "harness/version.hpp"
 
 namespace attnbench {

@@ -12,10 +12,10 @@
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/message_text.hpp"
-#include "harness/problem_json.hpp"
-#include "harness/runner.hpp"
-#include "harness/scenario.hpp"
-#include "harness/session.hpp"
+#include "harness/scenario/problem_json.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/scenario/scenario.hpp"
+#include "harness/measure/session.hpp"
 
 namespace attnbench {
 namespace {

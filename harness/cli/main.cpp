@@ -1,7 +1,7 @@
 // The attnbench command line (docs/design.md §8). Each subcommand lives in its own file
 // (harness/cli/*_command.cpp); only this file turns errors into exit codes: bad
 // input 2, an environment that cannot run the request 4. (A run interrupted by
-// SIGINT or SIGTERM ends from its signal watcher, harness/interruption.hpp,
+// SIGINT or SIGTERM ends from its signal watcher, harness/results/interruption.hpp,
 // with 128 + the signal once it has saved what it finished.)
 #include <cstdio>
 #include <map>

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/measure.hpp"
+#include "harness/measure/protocol.hpp"
 
 namespace attnbench {
 

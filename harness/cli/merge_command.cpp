@@ -1,5 +1,5 @@
 // `attnbench merge FILES… -o OUT`: joins the shards of a run (or any results
-// files of the same scenarios) into one results file; see harness/merge.hpp.
+// files of the same scenarios) into one results file; see harness/results/merge.hpp.
 // Exit codes: 0 written (complete or not), 2 bad input, 3 different devices,
 // 4 the output could not be written.
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
-#include "harness/merge.hpp"
+#include "harness/results/merge.hpp"
 
 namespace attnbench {
 

@@ -1,5 +1,5 @@
 // `attnbench report RESULTS… --table KIND [--format md|csv|latex|json]
-// [--baseline IMPLEMENTATION] [-o FILE]`: see harness/report.hpp and
+// [--baseline IMPLEMENTATION] [-o FILE]`: see harness/report/table_kinds.hpp and
 // docs/reports.md. Everything is read and built before anything is written, so a
 // bad input leaves no output file.
 #include <cstdio>
@@ -8,9 +8,9 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
-#include "harness/report.hpp"
-#include "harness/results.hpp"
-#include "harness/table.hpp"
+#include "harness/report/table_kinds.hpp"
+#include "harness/results/document.hpp"
+#include "harness/report/table.hpp"
 
 namespace attnbench {
 

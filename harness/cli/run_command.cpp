@@ -1,4 +1,4 @@
-// `attnbench run SCENARIO…`: see harness/runner.hpp. Its options are registered
+// `attnbench run SCENARIO…`: see harness/run/runner.hpp. Its options are registered
 // by add_run_options, which `bench` shares.
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "harness/cli/measurement_options.hpp"
 #include "harness/errors.hpp"
 #include "harness/message_text.hpp"
-#include "harness/runner.hpp"
+#include "harness/run/runner.hpp"
 
 namespace attnbench {
 

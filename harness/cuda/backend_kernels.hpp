@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "harness/implementation.hpp"
-#include "harness/problem.hpp"
+#include "harness/scenario/problem.hpp"
 
 namespace attnbench::cuda {
 
@@ -12,7 +12,7 @@ namespace attnbench::cuda {
 void fill_with_nan(const TensorBuffer& buffer, cudaStream_t stream);
 
 // Fills Q, K, V (and dO when the direction has a backward) on `stream` from the
-// problem's seeded distribution, element for element as harness/inputs.cpp does
+// problem's seeded distribution, element for element as harness/measure/inputs.cpp does
 // on the host (kernels/common/input_distribution.hpp).
 void generate_inputs(const Problem& problem, const AttentionBuffers& buffers, cudaStream_t stream);
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "harness/cuda/cupti_library.hpp"
-#include "harness/profiler.hpp"
+#include "harness/measure/profiler.hpp"
 
 namespace attnbench {
 

@@ -18,8 +18,8 @@
 #include <benchmark/benchmark.h>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario.hpp"
-#include "harness/session.hpp"
+#include "harness/scenario/scenario.hpp"
+#include "harness/measure/session.hpp"
 
 namespace attnbench::gbench {
 

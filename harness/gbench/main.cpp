@@ -24,8 +24,8 @@
 #include "harness/errors.hpp"
 #include "harness/gbench/case_benchmark.hpp"
 #include "harness/host_info.hpp"
-#include "harness/runner.hpp"
-#include "harness/scenario.hpp"
+#include "harness/run/runner.hpp"
+#include "harness/scenario/scenario.hpp"
 #include "harness/version.hpp"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/compare.hpp"
+#include "harness/compare/gate.hpp"
 #include "harness/errors.hpp"
-#include "harness/results.hpp"
+#include "harness/results/document.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace attnbench;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/mask_sums.hpp"
-#include "harness/scenario.hpp"
+#include "harness/scenario/mask_sums.hpp"
+#include "harness/scenario/scenario.hpp"
 
 namespace {
 

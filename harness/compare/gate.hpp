@@ -1,0 +1,161 @@
+// `attnbench compare BASE NEW`, the regression gate (docs/compare.md): matches the
+// records of two results files by (scenario, case_key, implementation), checks
+// that both ran on the same devices with the same run settings (threads,
+// measure settings, cache mode), and gives every matched cell a verdict
+// from its status, time (harness/compare/statistics.hpp, with Holm's correction over
+// all cells), HBM bytes, peak memory and accuracy, each with its own tolerance.
+// docs/compare.md states every rule; harness/compare/outputs.hpp renders the result.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/scenario/regex.hpp"
+
+namespace attnbench {
+
+inline constexpr const char* kCompareSchemaId = "attnbench.compare/1";
+
+// Fewer timing samples than this on either side make the time verdict inconclusive.
+inline constexpr std::size_t kMinimumTimeSamples = 5;
+
+// The JSON Schema of compare configuration files (embedded at build time).
+const nlohmann::ordered_json& compare_config_schema();
+
+// What may differ between BASE and NEW before a cell regresses; per cell.
+struct Tolerances {
+  double time_threshold = 0.05;   // relative slowdown of the time ratio
+  double hbm_tolerance = 0.01;    // relative change of HBM bytes
+  std::uint64_t memory_slack = 0; // bytes of peak memory growth
+  double accuracy_factor = 2.0;   // new max abs error <= factor x base + floor
+};
+
+// Tolerances for the cells whose "<scenario>/<case_key>/<implementation>"
+// contains a match of `match` (ECMAScript syntax, harness/scenario/regex.hpp); fields not given
+// keep their value.
+struct ToleranceOverride {
+  std::string match;
+  std::optional<Regex> pattern;  // `match`, compiled
+  std::optional<double> time_threshold, hbm_tolerance, accuracy_factor;
+  std::optional<std::uint64_t> memory_slack;
+};
+
+struct CompareSettings {
+  Tolerances defaults;
+  double alpha = 0.05;  // family-wise error rate of the time verdicts (Holm)
+  bool allow_different_devices = false;
+  bool allow_different_settings = false;
+  std::vector<ToleranceOverride> overrides;  // later matches win
+  std::string config_path;                   // empty without --config
+
+  // The defaults, then every matching override in order.
+  Tolerances for_cell(const std::string& scenario, const std::string& case_key,
+                      const std::string& implementation) const;
+};
+
+// Reads a configuration file: JSON with comments, validated against
+// scenarios/compare.schema.json. Throws InputError naming the file and the key.
+CompareSettings load_compare_config(const std::string& path);
+
+// The same from a parsed document; `file` names it in diagnostics.
+CompareSettings parse_compare_config(const nlohmann::ordered_json& document, const std::string& file);
+
+// Command-line flags, given as an object with the configuration's keys
+// ({"time_threshold": 0.1}), checked by the same schema and applied over the
+// defaults (overrides still apply per cell); diagnostics name the flag.
+void apply_command_line_settings(CompareSettings& settings, const nlohmann::ordered_json& flags);
+
+// Ordered by severity: a cell's verdict is the worst of its metrics'.
+enum class CompareVerdict { pass, improvement, inconclusive, regression };
+const char* to_string(CompareVerdict verdict);
+
+// One metric of one cell: "status", "time", "hbm_bytes", "peak_memory", "accuracy".
+struct MetricComparison {
+  std::string metric;
+  CompareVerdict verdict = CompareVerdict::pass;
+  std::string summary;             // one line, e.g. "time +12.3% [+10.1%, +14.6%] > +5.0%"
+  nlohmann::ordered_json details;  // the numbers behind it (finite or null)
+};
+
+// One cell's timing samples (seconds) and its threshold.
+struct TimeSamples {
+  std::vector<double> base_seconds, new_seconds;
+  double time_threshold = 0.05;
+};
+
+// The time verdicts of a family of cells, Holm-corrected at `alpha` over every
+// cell that can be judged: at least kMinimumTimeSamples positive samples on
+// each side (the others are inconclusive and not in the family). Regression:
+// the whole interval of NEW/BASE lies above 1 + threshold; improvement: below
+// 1 / (1 + threshold); pass otherwise; inconclusive when the sample sizes give
+// no interval at the cell's level.
+std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cells, double alpha);
+
+struct CellComparison {
+  std::string scenario, case_key, implementation;
+  Tolerances tolerances;
+  CompareVerdict verdict = CompareVerdict::pass;
+  std::vector<MetricComparison> metrics;  // time first when it was judged
+  const MetricComparison* metric(const std::string& name) const;
+};
+
+struct UnmatchedCell {
+  std::string scenario, case_key, implementation;
+  std::string status;  // of its record
+};
+
+// A device identity field that differs: "cpu name: \"X\" (BASE) vs \"Y\" (NEW)".
+struct DeviceDifference {
+  std::string kind, field, base, next;
+  std::string format() const;
+};
+
+// A run setting that differs: "threads: 2 (BASE) vs 1 (NEW)",
+// "quick measure.min_samples: 10 (BASE) vs 20 (NEW)".
+struct SettingDifference {
+  std::string setting, base, next;
+  std::string format() const;
+};
+
+// One of the two results files, as the outputs name it.
+struct CompareInput {
+  std::string path;
+  std::string git_revision;  // of the attnbench that wrote it
+  std::string started_at;
+  std::size_t records = 0;
+};
+
+struct CompareReport {
+  CompareInput base, next;
+  CompareSettings settings;
+  std::vector<DeviceDifference> device_differences;
+  std::vector<SettingDifference> setting_differences;
+  // Devices or settings differ and that was not allowed: nothing compared.
+  bool refused = false;
+  std::vector<CellComparison> cells;  // in BASE's record order
+  std::vector<UnmatchedCell> only_in_base, only_in_new;
+  std::size_t count(CompareVerdict verdict) const;
+  // The geometric mean of NEW/BASE over the cells whose time ratio was
+  // estimated (Google Benchmark's compare.py prints the same), and how many.
+  struct TimeSummary {
+    std::size_t cells = 0;
+    std::optional<double> geometric_mean_ratio;
+  };
+  TimeSummary time_summary() const;
+  // Whether any cell had something measured on both sides (not every cell
+  // skipped in both files): a gate that measured nothing cannot pass.
+  bool measured_anything() const;
+  int exit_code = 0;  // docs/design.md §8: 0, 1 or 3
+};
+
+// Compares two results documents (already schema-checked; paths name them).
+// Throws InputError when one holds two records of the same cell.
+CompareReport compare_results(const nlohmann::ordered_json& base, const nlohmann::ordered_json& next,
+                              const CompareSettings& settings, const std::string& base_path,
+                              const std::string& new_path);
+
+}  // namespace attnbench

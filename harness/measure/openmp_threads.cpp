@@ -1,0 +1,20 @@
+#include "harness/measure/openmp_threads.hpp"
+
+#include <omp.h>
+
+#include <filesystem>
+#include <iterator>
+#include <system_error>
+
+namespace attnbench {
+
+void release_idle_openmp_threads() { omp_pause_resource_all(omp_pause_soft); }
+
+int process_thread_count() {
+  std::error_code error;
+  const std::filesystem::directory_iterator tasks("/proc/self/task", error);
+  if (error) return 0;
+  return static_cast<int>(std::distance(tasks, std::filesystem::directory_iterator{}));
+}
+
+}  // namespace attnbench

@@ -1,0 +1,91 @@
+#include "harness/measure/protocol.hpp"
+
+#include <chrono>
+
+#include "harness/errors.hpp"
+
+namespace attnbench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario_settings,
+                                                 const std::string& scenario_path) const {
+  MeasureSettings s = scenario_settings;
+  s.min_samples = min_samples.value_or(s.min_samples);
+  s.max_samples = max_samples.value_or(s.max_samples);
+  s.warmup_min_iterations = warmup_min_iterations.value_or(s.warmup_min_iterations);
+  s.min_seconds = min_seconds.value_or(s.min_seconds);
+  s.max_seconds = max_seconds.value_or(s.max_seconds);
+  s.target_ci_width = target_ci_width.value_or(s.target_ci_width);
+  s.warmup_min_seconds = warmup_min_seconds.value_or(s.warmup_min_seconds);
+  s.cold_cache = cold_cache.value_or(s.cold_cache);
+  if (s.min_samples > s.max_samples) {
+    const std::string counts = "min_samples " + std::to_string(s.min_samples) + " > max_samples " +
+                               std::to_string(s.max_samples);
+    if (min_samples && max_samples) throw InputError("--min-samples, --max-samples: " + counts);
+    if (min_samples) {
+      throw InputError("--min-samples: " + counts + " (measure.max_samples of " + scenario_path +
+                       "); give --max-samples too");
+    }
+    throw InputError("--max-samples: " + counts + " (measure.min_samples of " + scenario_path +
+                     "); give --min-samples too");
+  }
+  return s;
+}
+
+Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
+                    const std::function<void()>& before_sample, const std::function<void()>& call,
+                    const std::function<void(const char*)>& phase) {
+  Measurement result;
+  if (phase) phase("warm-up");
+
+  const auto warmup_start = std::chrono::steady_clock::now();
+  while (result.warmup_iterations < settings.warmup_min_iterations ||
+         seconds_since(warmup_start) < settings.warmup_min_seconds) {
+    before_sample();
+    call();
+    ++result.warmup_iterations;
+  }
+  result.warmup_seconds = seconds_since(warmup_start);
+  if (phase) phase("timing");
+
+  const auto sampling_start = std::chrono::steady_clock::now();
+  double sampled_seconds = 0;
+  RunningMedianInterval median_interval;
+  for (;;) {
+    before_sample();
+    timer.start();
+    call();
+    const double elapsed = timer.stop();
+    result.samples_seconds.push_back(elapsed);
+    median_interval.add(elapsed);
+    sampled_seconds += elapsed;
+
+    const auto count = static_cast<int>(result.samples_seconds.size());
+    const bool minimums_met = count >= settings.min_samples && sampled_seconds >= settings.min_seconds;
+    if (minimums_met && median_interval.relative_width() <= settings.target_ci_width) {
+      result.converged = true;
+      result.stop_reason = "converged";
+      break;
+    }
+    if (count >= settings.max_samples) {
+      result.stop_reason = "max_samples";
+      break;
+    }
+    // The time limit never leaves fewer than min_samples samples: a comparison needs them.
+    if (count >= settings.min_samples && seconds_since(sampling_start) >= settings.max_seconds) {
+      result.stop_reason = "max_seconds";
+      break;
+    }
+  }
+  result.wall_seconds = seconds_since(sampling_start);
+  result.statistics = summarize(result.samples_seconds);
+  return result;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,58 @@
+// The measurement protocol of docs/design.md §4, independent of the device: warm up,
+// take samples until the median is known well enough (or a limit is reached),
+// keep every raw sample. The stopping rule is checked after every sample at a
+// cost that does not grow with the sample count (RunningMedianInterval).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/backend.hpp"
+#include "harness/measure/statistics.hpp"
+
+namespace attnbench {
+
+struct MeasureSettings {
+  int warmup_min_iterations = 2;
+  double warmup_min_seconds = 0.05;
+  int min_samples = 10;       // always taken, whatever the time limit
+  int max_samples = 1000;
+  double min_seconds = 0.2;   // total sampled time before convergence may be considered
+  double max_seconds = 5.0;   // wall-clock limit of the sampling phase once min_samples are taken
+  double target_ci_width = 0.02;  // stop when the median's 95% CI is this narrow, relative
+  bool cold_cache = true;     // flush the last-level cache before every sample
+};
+
+// Command-line overrides of a scenario's measurement settings (run's
+// --min-samples, --max-samples, --min-time, --max-time, --target-ci,
+// --warmup, --warmup-iterations, --hot / --cold; harness/cli/measurement_options.hpp).
+struct MeasurementOverrides {
+  std::optional<int> min_samples, max_samples, warmup_min_iterations;
+  std::optional<double> min_seconds, max_seconds, target_ci_width, warmup_min_seconds;
+  std::optional<bool> cold_cache;
+
+  // `scenario_settings` with the overrides given; throws InputError naming the
+  // flag and the scenario file when min_samples would exceed max_samples.
+  MeasureSettings applied_to(const MeasureSettings& scenario_settings, const std::string& scenario_path) const;
+};
+
+struct Measurement {
+  std::vector<double> samples_seconds;
+  int warmup_iterations = 0;
+  double warmup_seconds = 0;
+  double wall_seconds = 0;  // sampling phase, flushes included
+  bool converged = false;
+  std::string stop_reason;  // "converged", "max_samples" or "max_seconds"
+  SampleStatistics statistics;
+};
+
+// Runs `call` under `timer`. `before_sample` runs before every warm-up call and
+// sample, outside the timed region (cache flush, output reset). `phase`, when
+// given, is told "warm-up" and then "timing" as the protocol enters them.
+Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
+                    const std::function<void()>& before_sample, const std::function<void()>& call,
+                    const std::function<void(const char*)>& phase = {});
+
+}  // namespace attnbench

@@ -1,0 +1,244 @@
+#include "harness/measure/session.hpp"
+
+#include "harness/format.hpp"
+#include "harness/measure/openmp_threads.hpp"
+#include "harness/measure/trace.hpp"
+
+namespace attnbench {
+
+CaseData::CaseData(const Problem& problem, const AccuracySettings& accuracy, int threads)
+    : problem_(problem), accuracy_(accuracy), threads_(threads) {
+  resolve_lengths(problem_);  // implementations that upload the lengths need the arrays
+}
+
+const HostInputs& CaseData::inputs() {
+  if (!inputs_) inputs_ = generate_inputs(problem_, threads_);
+  return *inputs_;
+}
+
+const OracleSample& CaseData::oracle() {
+  if (!oracle_) oracle_ = compute_oracle(problem_, inputs().buffers(), plan_sample(problem_, accuracy_), threads_);
+  return *oracle_;
+}
+
+AttentionBuffers HostOutputs::buffers() const {
+  AttentionBuffers b;
+  b.out = out.buffer;
+  b.lse = lse.buffer;
+  b.d_q = d_q.buffer;
+  b.d_k = d_k.buffer;
+  b.d_v = d_v.buffer;
+  return b;
+}
+
+namespace {
+
+MemoryPlan plan_memory(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
+  const bool backward = has_backward(p.direction);
+  const ElementType in = element_type(p.dtype);
+  const ElementType out = implementation.output_type(p);
+  const auto bytes = [](ElementType type, std::int64_t elements) {
+    return DeviceArena::aligned(static_cast<std::size_t>(elements) * element_size(type));
+  };
+  MemoryPlan plan;
+  plan.inputs = bytes(in, q_elements(p)) + 2 * bytes(in, kv_elements(p)) + (backward ? bytes(in, q_elements(p)) : 0);
+  plan.outputs = bytes(out, q_elements(p)) + bytes(ElementType::f32, lse_elements(p)) +
+                 (backward ? bytes(out, q_elements(p)) + 2 * bytes(out, kv_elements(p)) : 0);
+  plan.workspace = DeviceArena::aligned(implementation.workspace_bytes(p, context));
+  return plan;
+}
+
+HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
+  HostTensor host(device.type, device.elements);
+  backend.copy_to_host(host.buffer.data, device.data, device.bytes());
+  return host;
+}
+
+}  // namespace
+
+Preflight preflight(const Implementation& implementation, const Problem& p, int threads, bool host_inputs_ready) {
+  Preflight result;
+  const Verdict available = implementation.availability();
+  if (!available.ok) {
+    result.skip_reason = "unavailable: " + available.reason;
+    return result;
+  }
+  const Verdict supported = implementation.supports(p);
+  if (!supported.ok) {
+    result.skip_reason = supported.reason;
+    return result;
+  }
+  result.backend = BackendRegistry::instance().get(implementation.device());
+  if (!result.backend) {
+    result.skip_reason = "no backend for device \"" + std::string(implementation.device()) + "\" in this build";
+    return result;
+  }
+  const ExecutionContext context{threads, nullptr};
+  result.memory = plan_memory(p, implementation, context);
+  const MemoryPlan& memory = result.memory;
+  // The arena, plus host copies of the outputs (in the same memory when the device's is the host's).
+  const std::uint64_t need = memory.total() + (result.backend->uses_host_memory() ? memory.outputs : 0);
+  const std::uint64_t available_bytes = result.backend->available_memory();
+  if (need > available_bytes) {
+    result.skip_reason = "needs " + format_bytes(static_cast<double>(need)) + " (inputs " +
+                         format_bytes(static_cast<double>(memory.inputs)) + ", outputs " +
+                         format_bytes(static_cast<double>(memory.outputs)) + ", workspace " +
+                         format_bytes(static_cast<double>(memory.workspace)) + "); " +
+                         format_bytes(static_cast<double>(available_bytes)) + " available";
+    return result;
+  }
+  if (!host_inputs_ready) {
+    const std::uint64_t host_need = host_input_bytes(p);
+    const std::uint64_t host_available = BackendRegistry::instance().get("cpu")->available_memory();
+    if (host_need > host_available) {
+      result.skip_reason = "the host inputs alone need " + format_bytes(static_cast<double>(host_need)) + "; " +
+                           format_bytes(static_cast<double>(host_available)) + " available";
+    }
+  }
+  return result;
+}
+
+std::unique_ptr<ImplementationSession> ImplementationSession::open(Implementation& implementation, CaseData& data,
+                                                                   int threads, std::string& skip_reason) {
+  const Preflight checked = preflight(implementation, data.problem(), threads, data.has_inputs());
+  skip_reason = checked.skip_reason;
+  if (!skip_reason.empty()) return nullptr;
+  return std::unique_ptr<ImplementationSession>(
+      new ImplementationSession(implementation, *checked.backend, data, threads, checked.memory));
+}
+
+ImplementationSession::ImplementationSession(Implementation& implementation, Backend& backend, CaseData& data,
+                                             int threads, const MemoryPlan& memory)
+    : implementation_(implementation),
+      backend_(backend),
+      data_(data),
+      traffic_(threads),
+      context_{threads, &traffic_, backend.stream()},
+      memory_(memory),
+      arena_(backend, memory.total()) {
+  const Problem& p = data.problem();
+  const bool backward = has_backward(p.direction);
+  const ElementType in = element_type(p.dtype);
+  const ElementType out = implementation.output_type(p);
+  buffers_.q = arena_.take(in, static_cast<std::size_t>(q_elements(p)), "Q");
+  buffers_.k = arena_.take(in, static_cast<std::size_t>(kv_elements(p)), "K");
+  buffers_.v = arena_.take(in, static_cast<std::size_t>(kv_elements(p)), "V");
+  if (backward) buffers_.d_out = arena_.take(in, static_cast<std::size_t>(q_elements(p)), "dO");
+  buffers_.out = arena_.take(out, static_cast<std::size_t>(q_elements(p)), "O");
+  buffers_.lse = arena_.take(ElementType::f32, static_cast<std::size_t>(lse_elements(p)), "LSE");
+  if (backward) {
+    buffers_.d_q = arena_.take(out, static_cast<std::size_t>(q_elements(p)), "dQ");
+    buffers_.d_k = arena_.take(out, static_cast<std::size_t>(kv_elements(p)), "dK");
+    buffers_.d_v = arena_.take(out, static_cast<std::size_t>(kv_elements(p)), "dV");
+  }
+  buffers_.workspace = arena_.take(ElementType::f32, memory.workspace / sizeof(float), "workspace");
+
+  // The first device session of a case generates the inputs where they are
+  // used, and the host keeps a copy for the oracle and the other sessions.
+  if (!data.has_inputs() && backend.generate_inputs(p, buffers_)) {
+    HostInputs generated = allocate_inputs(p);
+    backend.copy_to_host(generated.q.buffer.data, buffers_.q.data, buffers_.q.bytes());
+    backend.copy_to_host(generated.k.buffer.data, buffers_.k.data, buffers_.k.bytes());
+    backend.copy_to_host(generated.v.buffer.data, buffers_.v.data, buffers_.v.bytes());
+    if (backward) backend.copy_to_host(generated.d_out.buffer.data, buffers_.d_out.data, buffers_.d_out.bytes());
+    data.adopt_inputs(std::move(generated));
+    return;
+  }
+  const HostInputs& inputs = data.inputs();
+  backend.copy_to_device(buffers_.q.data, inputs.q.buffer.data, buffers_.q.bytes());
+  backend.copy_to_device(buffers_.k.data, inputs.k.buffer.data, buffers_.k.bytes());
+  backend.copy_to_device(buffers_.v.data, inputs.v.buffer.data, buffers_.v.bytes());
+  if (backward) backend.copy_to_device(buffers_.d_out.data, inputs.d_out.buffer.data, buffers_.d_out.bytes());
+}
+
+nlohmann::ordered_json ImplementationSession::configuration() const {
+  return implementation_.configuration(data_.problem(), context_);
+}
+
+std::optional<ByteCount> ImplementationSession::checked_call() {
+  const TraceRange range("check");
+  const Problem& p = data_.problem();
+  for (const TensorBuffer* poisoned :
+       {&buffers_.out, &buffers_.lse, &buffers_.d_q, &buffers_.d_k, &buffers_.d_v, &buffers_.workspace}) {
+    if (poisoned->elements) backend_.fill_with_nan(*poisoned);
+  }
+  traffic_.reset();
+  implementation_.forward(p, buffers_, context_);
+  if (p.direction == Direction::bwd) traffic_.reset();
+  if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+  backend_.synchronize();
+  if (!implementation_.counts_traffic()) return std::nullopt;
+  return ByteCount{static_cast<double>(traffic_.read_bytes()), static_cast<double>(traffic_.write_bytes())};
+}
+
+HostOutputs ImplementationSession::copy_outputs() const {
+  HostOutputs host;
+  host.out = copy_to_host(backend_, buffers_.out);
+  host.lse = copy_to_host(backend_, buffers_.lse);
+  if (has_backward(data_.problem().direction)) {
+    host.d_q = copy_to_host(backend_, buffers_.d_q);
+    host.d_k = copy_to_host(backend_, buffers_.d_k);
+    host.d_v = copy_to_host(backend_, buffers_.d_v);
+  }
+  return host;
+}
+
+AccuracyResult ImplementationSession::check_accuracy(const HostOutputs& outputs) {
+  AccuracyResult result =
+      check_outputs(data_.problem(), outputs.buffers(), data_.oracle(), data_.accuracy_settings());
+  result.baseline = std::string(implementation_.accuracy_baseline());
+  return result;
+}
+
+void ImplementationSession::sample_call() {
+  const Problem& p = data_.problem();
+  if (p.direction != Direction::bwd) implementation_.forward(p, buffers_, context_);
+  if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+}
+
+void ImplementationSession::before_sample(bool cold_cache) {
+  if (cold_cache) backend_.flush_cache();
+}
+
+void ImplementationSession::prepare_for_timing() { release_idle_openmp_threads(); }
+
+Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings) {
+  // A simulator's time says nothing about a GPU's: one sample, no warm-up,
+  // whatever the scenario asks (the record's timing says it is simulated).
+  MeasureSettings settings = scenario_settings;
+  if (backend_.kind() == BackendKind::simulator) {
+    settings.warmup_min_iterations = 0;
+    settings.warmup_min_seconds = 0;
+    settings.min_samples = settings.max_samples = 1;
+    settings.min_seconds = 0;
+  }
+  std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+  prepare_for_timing();
+  std::optional<TraceRange> phase_range;
+  const auto phase = [&](const char* name) {
+    phase_range.reset();
+    phase_range.emplace(name);
+  };
+  Measurement measurement = attnbench::measure(
+      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
+  release_idle_openmp_threads();
+  return measurement;
+}
+
+ProfileResult ImplementationSession::profile(DeviceProfiler& profiler, bool per_kernel) {
+  const TraceRange range("profiling");
+  ProfileResult result = profiler.profile(
+      [&] {
+        backend_.flush_cache();
+        backend_.synchronize();
+      },
+      [&] {
+        sample_call();
+        backend_.synchronize();
+      },
+      per_kernel);
+  result.clocks = backend_.read_clocks();
+  return result;
+}
+
+}  // namespace attnbench

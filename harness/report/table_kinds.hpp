@@ -1,0 +1,74 @@
+// `attnbench report` (docs/reports.md): paper-style tables built from one or several
+// results files merged into one view. Each table kind is one builder function in
+// table_kinds(); rendering is harness/report/table.hpp's. See docs/reports.md for the
+// tables, what each reproduces from the FlashAttention papers, and the grouping
+// rule.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/table.hpp"
+
+namespace attnbench {
+
+// One results file as read (load_results_file: schema-checked).
+struct ResultsSource {
+  std::string path;
+  nlohmann::ordered_json document;
+};
+
+// A record of the merged view and where it came from.
+struct RecordRef {
+  const nlohmann::ordered_json* record;
+  const std::string* file;
+  std::size_t index;  // in the file's "records"
+};
+
+// The records of several results files as one view. A cell (scenario, case_key,
+// implementation) must come from one file only: two files holding the same cell
+// are refused (InputError naming both), never silently resolved.
+class MergedResults {
+ public:
+  explicit MergedResults(std::vector<ResultsSource> sources);
+  MergedResults(const MergedResults&) = delete;
+  MergedResults& operator=(const MergedResults&) = delete;
+  MergedResults(MergedResults&&) = default;
+
+  const std::vector<ResultsSource>& sources() const { return sources_; }
+  const std::vector<RecordRef>& records() const { return records_; }
+  // Implementation names in order of first appearance (files in the order given).
+  const std::vector<std::string>& implementations() const { return implementations_; }
+
+ private:
+  std::vector<ResultsSource> sources_;
+  std::vector<RecordRef> records_;
+  std::vector<std::string> implementations_;
+};
+
+// Reads and merges results files; throws InputError naming the file on a bad one.
+MergedResults load_merged_results(const std::vector<std::string>& paths);
+
+struct ReportOptions {
+  // The implementation speedups and memory reductions are relative to; empty:
+  // cuda.cublas when the results have it, else cpu.standard, else none.
+  std::string baseline;
+};
+
+using TableBuilder = Table (*)(const MergedResults& results, const ReportOptions& options);
+struct TableKind {
+  const char* name;  // the --table value
+  const char* description;
+  TableBuilder build;
+};
+// fig2, seqlen, memory, io, accuracy.
+const std::vector<TableKind>& table_kinds();
+
+// Builds the table `kind`; throws InputError for an unknown kind or a --baseline
+// that no record names.
+Table build_table(const std::string& kind, const MergedResults& results, const ReportOptions& options);
+
+}  // namespace attnbench

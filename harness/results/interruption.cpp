@@ -1,0 +1,79 @@
+#include "harness/results/interruption.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "harness/errors.hpp"
+
+namespace attnbench {
+
+namespace {
+
+// The handler can only do async-signal-safe things: it hands the signal number
+// to the watcher through a pipe. One guard at a time owns these.
+int signal_pipe[2] = {-1, -1};
+struct sigaction previous_interrupt, previous_terminate, previous_file_size;
+
+void forward_signal(int signal) {
+  // The next SIGINT or SIGTERM takes the default action: a second Ctrl-C ends
+  // the process even while the first one's save is under way.
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  const int saved_errno = errno;
+  const unsigned char number = static_cast<unsigned char>(signal);
+  const ssize_t written = write(signal_pipe[1], &number, 1);
+  static_cast<void>(written);
+  errno = saved_errno;
+}
+
+constexpr unsigned char kStopWatcher = 0;
+
+}  // namespace
+
+InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(std::move(on_signal)) {
+  if (pipe2(signal_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("cannot watch for signals: ") + std::strerror(errno));
+  }
+  watcher_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "signal-watcher");  // how tools and tests tell it apart
+    unsigned char number = kStopWatcher;
+    while (read(signal_pipe[0], &number, 1) < 0 && errno == EINTR) {
+    }
+    if (number == kStopWatcher) return;
+    on_signal_(number);
+    std::fflush(nullptr);
+    std::_Exit(kExitSignalBase + number);
+  });
+  struct sigaction action {};
+  action.sa_handler = forward_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_interrupt);
+  sigaction(SIGTERM, &action, &previous_terminate);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGXFSZ, &ignore, &previous_file_size);
+}
+
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &previous_interrupt, nullptr);
+  sigaction(SIGTERM, &previous_terminate, nullptr);
+  sigaction(SIGXFSZ, &previous_file_size, nullptr);
+  const ssize_t written = write(signal_pipe[1], &kStopWatcher, 1);
+  static_cast<void>(written);
+  watcher_.join();
+  close(signal_pipe[0]);
+  close(signal_pipe[1]);
+  signal_pipe[0] = signal_pipe[1] = -1;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,449 @@
+// `attnbench merge`: see harness/results/merge.hpp for the rules and docs/results.md for the
+// merged file. Every check runs before anything is written, and each reports
+// all it finds at once.
+#include "harness/results/merge.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "harness/results/file_lock.hpp"
+#include "harness/message_text.hpp"
+#include "harness/format.hpp"
+#include "harness/results/document.hpp"
+#include "harness/results/journal.hpp"
+#include "harness/results/run_identity.hpp"
+#include "harness/scenario/scenario.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+std::string shard_label(const Json& shard) {
+  return std::to_string(shard["index"].get<int>()) + "/" + std::to_string(shard["count"].get<int>());
+}
+
+// "name (\"A\" vs \"B\"), logical_cpus (8 vs 16)": the fields in which `here` and `there` differ.
+std::string differing_fields(const Json& here, const Json& there) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : here.items()) keys.insert(key);
+  for (const auto& [key, value] : there.items()) keys.insert(key);
+  std::string text;
+  for (const std::string& key : keys) {
+    const Json mine = here.contains(key) ? here[key] : Json("(absent)");
+    const Json theirs = there.contains(key) ? there[key] : Json("(absent)");
+    if (mine != theirs) text += (text.empty() ? "" : ", ") + key + " (" + mine.dump() + " vs " + theirs.dump() + ")";
+  }
+  return text;
+}
+
+// Devices are compared per kind: every input that used a "cpu" device must have
+// used one of the same identity. An input with no device of a kind (all its
+// records skipped) agrees with any.
+std::vector<Diagnostic> device_differences(const std::vector<MergeInput>& inputs) {
+  std::map<std::string, std::pair<const MergeInput*, Json>> first_of_kind;
+  std::vector<Diagnostic> differences;
+  for (const MergeInput& input : inputs) {
+    for (const Json& device : input.document["devices"]) {
+      const Json identity = device_identity(device);
+      const auto [first, inserted] = first_of_kind.try_emplace(device["kind"].get<std::string>(), &input, identity);
+      const auto& [first_input, first_identity] = first->second;
+      if (inserted || first_identity == identity) continue;
+      differences.push_back({input.path, "devices",
+                             "its " + first->first + " device differs from " + first_input->path + "'s: " +
+                                 differing_fields(identity, first_identity) +
+                                 " (--allow-mixed-devices merges them anyway)"});
+    }
+  }
+  return differences;
+}
+
+// One description per distinct device identity: the first input's.
+Json merged_devices(const std::vector<MergeInput>& inputs) {
+  Json devices = Json::array();
+  std::set<std::string> identities;
+  for (const MergeInput& input : inputs) {
+    for (const Json& device : input.document["devices"]) {
+      if (identities.insert(device_identity(device).dump()).second) devices.push_back(device);
+    }
+  }
+  return devices;
+}
+
+std::string scenario_names(const Json& document) {
+  std::string names;
+  for (const Json& scenario : document["scenarios"]) {
+    names += (names.empty() ? "\"" : ", \"") + scenario["name"].get<std::string>() + "\"";
+  }
+  return names.empty() ? "no scenario" : names;
+}
+
+void check_scenarios(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const MergeInput& first = inputs.front();
+  std::map<std::string, const Json*> first_by_name;
+  std::set<std::string> first_names;
+  for (const Json& scenario : first.document["scenarios"]) {
+    first_by_name[scenario["name"].get<std::string>()] = &scenario;
+    first_names.insert(scenario["name"].get<std::string>());
+  }
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const MergeInput& input = inputs[i];
+    std::set<std::string> names;
+    for (const Json& scenario : input.document["scenarios"]) names.insert(scenario["name"].get<std::string>());
+    if (names != first_names) {
+      problems.push_back({input.path, "scenarios",
+                          "holds " + scenario_names(input.document) + " but " + first.path + " holds " +
+                              scenario_names(first.document) + " (--allow-mixed-scenarios merges them anyway)"});
+      continue;
+    }
+    for (const Json& scenario : input.document["scenarios"]) {
+      const std::string name = scenario["name"].get<std::string>();
+      const std::vector<std::string> differences = scenario_definition_differences(*first_by_name[name], scenario);
+      if (differences.empty()) continue;
+      problems.push_back({input.path, "scenarios",
+                          "scenario \"" + name + "\" differs from " + first.path + "'s in " +
+                              join_differences(differences) + " (--allow-mixed-scenarios merges them anyway)"});
+    }
+  }
+}
+
+// Every distinct scenario definition once, in order of appearance, with the
+// implementations of all the inputs that used it.
+Json merged_scenarios(const std::vector<MergeInput>& inputs) {
+  Json scenarios = Json::array();
+  for (const MergeInput& input : inputs) {
+    for (const Json& scenario : input.document["scenarios"]) {
+      const auto same = std::find_if(scenarios.begin(), scenarios.end(), [&](const Json& kept) {
+        return kept["name"] == scenario["name"] && scenario_definition_differences(kept, scenario).empty();
+      });
+      if (same == scenarios.end()) {
+        scenarios.push_back(scenario);
+        continue;
+      }
+      Json& implementations = (*same)["implementations"];
+      for (const Json& name : scenario["implementations"]) {
+        if (std::find(implementations.begin(), implementations.end(), name) == implementations.end()) {
+          implementations.push_back(name);
+        }
+      }
+    }
+  }
+  return scenarios;
+}
+
+// Shard counts and indices; returns the missing shards of a sharded run.
+std::vector<std::string> check_shards(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const MergeInput* first_sharded = nullptr;
+  std::map<int, const MergeInput*> by_index;
+  for (const MergeInput& input : inputs) {
+    const Json& shard = input.document["shard"];
+    if (shard.is_null()) continue;
+    if (!first_sharded) first_sharded = &input;
+    const Json& expected = first_sharded->document["shard"];
+    if (shard["count"] != expected["count"]) {
+      problems.push_back({input.path, "shard",
+                          "is shard " + shard_label(shard) + " but " + first_sharded->path + " is shard " +
+                              shard_label(expected) + ": shards of runs split into different counts"});
+      continue;
+    }
+    const auto [owner, inserted] = by_index.try_emplace(shard["index"].get<int>(), &input);
+    if (!inserted) {
+      problems.push_back(
+          {input.path, "shard", "is shard " + shard_label(shard) + ", and so is " + owner->second->path});
+    }
+  }
+  std::vector<std::string> missing;
+  if (!first_sharded) return missing;
+  const int count = first_sharded->document["shard"]["count"].get<int>();
+  for (int index = 1; index <= count; ++index) {
+    if (!by_index.count(index)) {
+      missing.push_back("shard " + std::to_string(index) + "/" + std::to_string(count) + " is missing");
+    }
+  }
+  return missing;
+}
+
+// For each scenario whose records do not cover every case with every listed
+// implementation, how many are missing.
+std::vector<std::string> coverage_gaps(const Json& scenarios, const Json& records) {
+  std::map<std::string, std::set<std::pair<std::size_t, std::string>>> present;
+  for (const Json& record : records) {
+    present[record["scenario"].get<std::string>()].emplace(record["case_index"].get<std::size_t>(),
+                                                           record["implementation"].get<std::string>());
+  }
+  std::vector<std::string> gaps;
+  for (const Json& scenario : scenarios) {
+    const std::string name = scenario["name"].get<std::string>();
+    const std::size_t expected = scenario["case_count"].get<std::size_t>() * scenario["implementations"].size();
+    std::size_t found = 0;
+    for (const auto& [case_index, implementation] : present[name]) {
+      const bool listed = std::find(scenario["implementations"].begin(), scenario["implementations"].end(),
+                                    implementation) != scenario["implementations"].end();
+      found += case_index < scenario["case_count"].get<std::size_t>() && listed ? 1 : 0;
+    }
+    if (found < expected) {
+      gaps.push_back("scenario " + name + ": " + std::to_string(expected - found) + " of " +
+                     std::to_string(expected) + " (case, implementation) records are missing");
+    }
+  }
+  return gaps;
+}
+
+// Every record of an input must belong to a case and an implementation of that
+// input's scenario, once, measured with its settings. The cases are those its
+// `source` expands to.
+void check_records_belong(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  std::map<std::string, std::map<std::string, std::size_t>> cases_by_source;
+  for (const MergeInput& input : inputs) {
+    ExpectedRecords expected;
+    std::set<std::string> unchecked;
+    for (std::size_t i = 0; i < input.document["scenarios"].size(); ++i) {
+      const Json& entry = input.document["scenarios"][i];
+      const std::string name = entry["name"].get<std::string>();
+      const std::string source = entry["source"].dump();
+      auto cases = cases_by_source.find(source);
+      if (cases == cases_by_source.end()) {
+        std::vector<Diagnostic> diagnostics;
+        const Scenario scenario = parse_scenario(source, input.path + ": scenarios[" + std::to_string(i) + "].source",
+                                                 diagnostics);
+        if (!diagnostics.empty()) {
+          problems.push_back({input.path, "scenarios[" + std::to_string(i) + "].source",
+                              "is no longer a valid scenario (" + diagnostics.front().message +
+                                  "), so its records cannot be checked"});
+          unchecked.insert(name);
+          continue;
+        }
+        std::map<std::string, std::size_t> keys;
+        for (std::size_t c = 0; c < scenario.cases.size(); ++c) keys.emplace(scenario.cases[c].key, c);
+        cases = cases_by_source.emplace(source, std::move(keys)).first;
+      }
+      ExpectedScenarioRecords& scenario = expected[name];
+      scenario.case_index_by_key = cases->second;
+      for (const Json& implementation : entry["implementations"]) {
+        scenario.implementations.insert(implementation.get<std::string>());
+      }
+      scenario.settings = Json{{"measure", entry["measure"]}, {"accuracy", entry["accuracy"]}};
+      scenario.settings_required = false;  // files from before records carried settings merge as they did
+    }
+    std::vector<LocatedRecord> records;
+    for (std::size_t i = 0; i < input.document["records"].size(); ++i) {
+      const Json& record = input.document["records"][i];
+      if (unchecked.count(record["scenario"].get<std::string>())) continue;
+      records.push_back({&record, input.path, "records[" + std::to_string(i) + "]"});
+    }
+    const std::vector<Diagnostic> misplaced = record_problems(records, expected);
+    problems.insert(problems.end(), misplaced.begin(), misplaced.end());
+  }
+}
+
+// Each (scenario, case_key, implementation) may come from one input only; the
+// problems are reported per pair of files, with one example. (A record twice in
+// one file is check_records_belong's.)
+void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  std::map<std::tuple<std::string, std::string, std::string>, const MergeInput*> owner;
+  struct Overlap {
+    std::size_t count = 0;
+    std::string example;
+  };
+  std::map<std::pair<const MergeInput*, const MergeInput*>, Overlap> overlaps;
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) {
+      const auto key = std::make_tuple(record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
+                                       record["implementation"].get<std::string>());
+      const auto [first, inserted] = owner.try_emplace(key, &input);
+      if (inserted || first->second == &input) continue;
+      Overlap& overlap = overlaps[{first->second, &input}];
+      if (overlap.count++ == 0) {
+        overlap.example = std::get<0>(key) + " / " + std::get<1>(key) + " / " + std::get<2>(key);
+      }
+    }
+  }
+  for (const auto& [files, overlap] : overlaps) {
+    problems.push_back({files.second->path, "records",
+                        std::to_string(overlap.count) + " record(s) of the same (scenario, case_key, implementation) "
+                            "are also in " + files.first->path + ", e.g. " + overlap.example});
+  }
+}
+
+Json merged_from_entry(const MergeInput& input) {
+  const Json& document = input.document;
+  return Json{{"path", escape_invalid_utf8(input.path)},
+              {"shard", document["shard"]},
+              {"complete", document["complete"]},
+              {"started_at", document["started_at"]},
+              {"finished_at", document["finished_at"]},
+              {"git_revision", document["tool"]["git_revision"]},
+              {"hostname", document["host"]["hostname"]},
+              {"threads", document["threads"]},
+              {"records", document["records"].size()}};
+}
+
+// Values the merge takes from the first input; a note says when others differ.
+std::vector<std::string> first_input_notes(const std::vector<MergeInput>& inputs) {
+  std::set<std::string> revisions, filters;
+  std::set<int> threads;
+  for (const MergeInput& input : inputs) {
+    revisions.insert(input.document["tool"]["git_revision"].get<std::string>());
+    threads.insert(input.document["threads"].get<int>());
+    filters.insert(input.document.contains("filter") ? input.document["filter"].dump() : "null");
+  }
+  std::vector<std::string> notes;
+  if (revisions.size() > 1) {
+    std::string list;
+    for (const std::string& revision : revisions) list += (list.empty() ? "" : ", ") + revision;
+    notes.push_back("the inputs were made by different builds (git " + list + "); \"tool\" is " +
+                    inputs.front().path + "'s");
+  }
+  if (threads.size() > 1) {
+    notes.push_back("the inputs ran with different --threads; \"threads\" is " + inputs.front().path + "'s");
+  }
+  if (filters.size() > 1) {
+    notes.push_back("the inputs ran with different --filter; \"filter\" is " + inputs.front().path + "'s");
+  }
+  return notes;
+}
+
+// The command line as recorded: arguments are bytes, JSON strings are UTF-8.
+Json escaped_command_line(const std::vector<std::string>& command_line) {
+  Json arguments = Json::array();
+  for (const std::string& argument : command_line) arguments.push_back(escape_invalid_utf8(argument));
+  return arguments;
+}
+
+}  // namespace
+
+MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
+                            const std::vector<std::string>& command_line) {
+  if (inputs.empty()) throw InputError("merge: no input files");
+  std::vector<Diagnostic> problems;
+  if (!options.allow_mixed_scenarios) check_scenarios(inputs, problems);
+  const std::vector<std::string> missing_shards = check_shards(inputs, problems);
+  check_records_belong(inputs, problems);
+  check_duplicates(inputs, problems);
+  if (!problems.empty()) throw InputError(problems);
+  if (!options.allow_mixed_devices) {
+    std::vector<Diagnostic> differences = device_differences(inputs);
+    if (!differences.empty()) throw DevicesDifferError(std::move(differences));
+  }
+
+  MergeOutcome merged;
+  std::string started_at = inputs.front().document["started_at"].get<std::string>();
+  std::string finished_at;
+  Json merged_from = Json::array();
+  for (const MergeInput& input : inputs) {
+    const Json& document = input.document;
+    if (!document["complete"].get<bool>()) merged.incomplete.push_back(input.path + " is an unfinished run");
+    started_at = std::min(started_at, document["started_at"].get<std::string>());
+    if (!document["finished_at"].is_null()) {
+      finished_at = std::max(finished_at, document["finished_at"].get<std::string>());
+    }
+    merged_from.push_back(merged_from_entry(input));
+  }
+  merged.notes = first_input_notes(inputs);
+
+  const Json& first = inputs.front().document;
+  Json scenarios = merged_scenarios(inputs);
+  Json records = Json::array();
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) records.push_back(record);
+  }
+  sort_records(records, scenarios);
+  // Complete means every case of every scenario with every implementation:
+  // shards split by different --filter or --impl lists cover less, and a merge
+  // of an earlier merge with the last shard covers all without every index.
+  const std::vector<std::string> gaps = coverage_gaps(scenarios, records);
+  if (!gaps.empty()) {
+    merged.incomplete.insert(merged.incomplete.begin(), gaps.begin(), gaps.end());
+    merged.incomplete.insert(merged.incomplete.begin(), missing_shards.begin(), missing_shards.end());
+  }
+  const bool complete = merged.incomplete.empty();
+  merged.document = Json{{"schema", kResultsSchemaId},
+                         {"tool", first["tool"]},
+                         {"command_line", escaped_command_line(command_line)},
+                         {"started_at", started_at},
+                         {"finished_at", complete ? Json(finished_at) : Json(nullptr)},
+                         {"complete", complete},
+                         {"host", first["host"]},
+                         {"devices", merged_devices(inputs)},
+                         {"threads", first["threads"]},
+                         {"shard", nullptr},
+                         {"filter", first.contains("filter") ? first["filter"] : Json(nullptr)},
+                         {"merged_from", std::move(merged_from)},
+                         {"scenarios", std::move(scenarios)},
+                         {"records", std::move(records)}};
+  return merged;
+}
+
+namespace {
+
+// An existing -o is replaced only when it is an earlier merge (so a merge can
+// be run again as shards arrive), or with --overwrite.
+void check_replaceable(const std::string& output) {
+  if (fs::exists(journal_path(output))) {
+    throw InputError("-o " + output + ": holds an unfinished run (its latest records are in " + journal_path(output) +
+                     "); merge into another file, or replace it with --overwrite");
+  }
+  if (!fs::exists(output)) return;
+  std::string problem;
+  try {
+    const Json existing = load_results_file(output);
+    if (existing.contains("merged_from") && !existing["merged_from"].is_null()) return;
+    problem = "holds the results of a run, not of an earlier merge";
+  } catch (const InputError& error) {
+    problem = "exists and is not a results file (" + error.diagnostics().front().message + ")";
+  }
+  throw InputError("-o " + output + ": " + problem + "; merge into another file, or replace it with --overwrite");
+}
+
+}  // namespace
+
+int merge_files(const MergeRequest& request) {
+  const std::string& output = request.output_path;
+  if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
+  std::vector<Diagnostic> problems;
+  for (const std::string& path : request.input_paths) {
+    if (same_file(path, output)) {
+      problems.push_back({path, "", "is also the output (-o); merge into a new file so no shard is lost"});
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);
+  const FileLock lock(output, "-o " + output);
+  remove_stale_temporaries(output);
+  if (!request.overwrite) check_replaceable(output);
+  std::vector<MergeInput> inputs;
+  for (const std::string& path : request.input_paths) {
+    try {
+      inputs.push_back({path, load_results_file(path)});
+    } catch (const InputError& bad) {
+      problems.insert(problems.end(), bad.diagnostics().begin(), bad.diagnostics().end());
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);
+
+  const MergeOutcome merged = merge_results(inputs, request.options, request.command_line);
+  if (request.require_complete && !merged.incomplete.empty()) {
+    std::vector<Diagnostic> reasons;
+    for (const std::string& reason : merged.incomplete) {
+      reasons.push_back({"", "", "--require-complete: " + reason + "; nothing written"});
+    }
+    throw InputError(reasons);
+  }
+  write_file_atomically(output, merged.document.dump(1) + "\n");
+  if (request.overwrite) fs::remove(journal_path(output));
+
+  for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
+  for (const std::string& reason : merged.incomplete) {
+    std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
+  }
+  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(inputs.size(), "file").c_str(),
+              count_of(merged.document["records"].size(), "record").c_str(),
+              merged.incomplete.empty() ? "complete" : "incomplete", output.c_str());
+  return kExitSuccess;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,883 @@
+#include "harness/run/runner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "harness/measure/accuracy.hpp"
+#include "harness/backend.hpp"
+#include "harness/errors.hpp"
+#include "harness/results/file_lock.hpp"
+#include "harness/format.hpp"
+#include "harness/host_info.hpp"
+#include "harness/measure/inputs.hpp"
+#include "harness/results/interruption.hpp"
+#include "harness/scenario/json_text.hpp"
+#include "harness/measure/protocol.hpp"
+#include "harness/message_text.hpp"
+#include "harness/results/npy.hpp"
+#include "harness/scenario/problem_json.hpp"
+#include "harness/measure/profiler.hpp"
+#include "harness/run/progress.hpp"
+#include "harness/results/document.hpp"
+#include "harness/results/output.hpp"
+#include "harness/results/run_identity.hpp"
+#include "harness/measure/session.hpp"
+#include "harness/measure/statistics.hpp"
+#include "harness/measure/trace.hpp"
+
+namespace attnbench {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
+                                                     const std::string& requested_by) {
+  auto& registry = ImplementationRegistry::instance();
+  std::vector<Implementation*> selected;
+  if (requested.empty()) {
+    // A simulator's implementations run only when asked for by name.
+    std::vector<Implementation*> accelerated, cpu;
+    for (Implementation* implementation : registry.all()) {
+      if (!implementation->availability().ok) continue;
+      const Backend* backend = BackendRegistry::instance().get(implementation->device());
+      if (!backend || backend->kind() == BackendKind::simulator) continue;
+      (backend->kind() == BackendKind::host ? cpu : accelerated).push_back(implementation);
+    }
+    return accelerated.empty() ? cpu : accelerated;
+  }
+  std::vector<Diagnostic> unknown;
+  for (const auto& name : requested) {
+    Implementation* implementation = registry.find(name);
+    if (!implementation) {
+      std::string known;
+      for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
+      unknown.push_back({requested_by, "", "unknown implementation " + quote(name) + "; known: " + known});
+      continue;
+    }
+    selected.push_back(implementation);
+  }
+  if (!unknown.empty()) throw InputError(unknown);
+  return selected;
+}
+
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by) {
+  const std::vector<Implementation*> selected = resolve_implementations(requested, requested_by);
+  for (Implementation* implementation : selected) {
+    const Verdict available = implementation->availability();
+    if (!available.ok) {
+      throw EnvironmentError(std::string(implementation->name()) + " was requested (" + requested_by +
+                             ") but cannot run on this machine: " + available.reason +
+                             ". Choose others with --impl (see `attnbench info`).");
+    }
+  }
+  return selected;
+}
+
+std::string short_case_label(const nlohmann::ordered_json& p) {
+  const auto number = [&](const char* key) { return std::to_string(p[key].get<std::int64_t>()); };
+  std::string label = "b" + number("batch") + " h" + number("heads");
+  if (p["kv_heads"] != p["heads"]) label += "/" + number("kv_heads");
+  label += " q" + number("seqlen_q") + " k" + number("seqlen_k") + " d" + number("head_dim") + " " +
+           p["dtype"].get<std::string>() + " " + p["direction"].get<std::string>();
+  const std::string align = p["align"] == "bottom_right" ? ".br" : ".tl";
+  if (p["causal"].get<bool>()) label += " causal" + align;
+  if (!p["window"].is_null()) label += " win" + align + p["window"].dump();
+  if (p["padding"]["kind"] != "none") label += " pad";
+  if (p["dropout"]["p"].get<double>() > 0) label += " drop" + format_fixed(p["dropout"]["p"].get<double>(), 2);
+  if (p["layout"] == "bhsd") label += " bhsd";
+  return label;
+}
+
+namespace {
+
+Json measure_settings_json(const MeasureSettings& m) {
+  return Json{{"warmup_min_iterations", m.warmup_min_iterations},
+              {"warmup_min_seconds", m.warmup_min_seconds},
+              {"min_samples", m.min_samples},
+              {"max_samples", m.max_samples},
+              {"min_seconds", m.min_seconds},
+              {"max_seconds", m.max_seconds},
+              {"target_ci_width", m.target_ci_width},
+              {"cache", m.cold_cache ? "cold" : "hot"}};
+}
+
+Json accuracy_settings_json(const AccuracySettings& a) {
+  return Json{{"check", a.check},
+              {"max_oracle_macs", a.max_oracle_macs},
+              {"seed", a.seed},
+              {"floor_factor", a.floor_factor},
+              {"bound", {{"fp64", a.bound.at(ElementType::f64)},
+                         {"fp32", a.bound.at(ElementType::f32)},
+                         {"fp16", a.bound.at(ElementType::f16)},
+                         {"bf16", a.bound.at(ElementType::bf16)}}}};
+}
+
+Json bytes_json(double read, double write) { return Json{{"read_bytes", read}, {"write_bytes", write}}; }
+
+Json statistics_json(const SampleStatistics& s) {
+  return Json{{"count", s.count},   {"min", s.min},   {"p10", s.p10},   {"p25", s.p25},
+              {"p50", s.p50},       {"p75", s.p75},   {"p90", s.p90},   {"p99", s.p99},
+              {"max", s.max},       {"mean", s.mean}, {"stddev", s.stddev},
+              {"median_ci_low", s.median_ci_low},     {"median_ci_high", s.median_ci_high},
+              {"median_ci_confidence", s.confidence}, {"median_ci_defined", s.median_ci_defined}};
+}
+
+// What one scenario runs with, after command-line overrides.
+struct PlannedScenario {
+  const Scenario* scenario;
+  std::vector<Implementation*> implementations;
+  MeasureSettings measure;
+  std::vector<std::size_t> cases;  // indices into scenario->cases that pass --filter
+  Json settings;                   // what each of its records carries (record_settings)
+};
+
+std::vector<std::int64_t> tensor_shape(const Problem& p, std::int64_t seqlen, std::int64_t heads) {
+  if (p.layout == Layout::bshd) return {p.batch, seqlen, heads, p.head_dim};
+  return {p.batch, heads, seqlen, p.head_dim};
+}
+
+std::string dump_index_path(const std::string& directory) { return (fs::path(directory) / "index.json").string(); }
+
+class CaseDumper {
+ public:
+  // Takes the lock of the index. When resuming, the arrays an earlier run
+  // listed stay in the index; otherwise an existing index is replaced only
+  // with --overwrite.
+  CaseDumper(std::string directory, ExistingResults existing) : directory_(std::move(directory)) {
+    if (!enabled()) return;
+    const std::string index = dump_index_path(directory_);
+    lock_.emplace(index, "--dump " + directory_);
+    remove_stale_temporaries(index);
+    if (existing == ExistingResults::refuse && fs::exists(index)) {
+      throw InputError("--dump " + directory_ + ": holds the arrays of an earlier run (" + index +
+                       "); continue that run with --resume, or replace them with --overwrite");
+    }
+    if (existing != ExistingResults::resume || !fs::exists(index)) return;
+    std::vector<Diagnostic> diagnostics;
+    std::string text;
+    if (read_text_file(index, text, diagnostics)) {
+      const Json previous = parse_json_document(text, index, diagnostics);
+      if (diagnostics.empty() && previous.contains("arrays") && previous["arrays"].is_array()) {
+        index_ = previous["arrays"];
+      }
+    }
+    if (!diagnostics.empty()) throw InputError(diagnostics);
+  }
+  bool enabled() const { return !directory_.empty(); }
+  void keep_lock_across_exec() {
+    if (lock_) lock_->keep_across_exec();
+  }
+  void release_lock() {
+    if (lock_) lock_->release();
+  }
+
+  void write(const std::string& scenario, std::size_t case_index, const std::string& case_key,
+             const std::string& implementation, const std::string& tensor, const TensorBuffer& buffer,
+             const std::vector<std::int64_t>& shape, const std::string& layout) {
+    if (!enabled() || buffer.elements == 0) return;
+    const std::string relative =
+        scenario + "/case" + std::to_string(case_index) + "." + implementation + "." + tensor + ".npy";
+    fs::create_directories(fs::path(directory_) / scenario);
+    write_npy((fs::path(directory_) / relative).string(), buffer.data, buffer.type, shape);
+    index_.push_back(Json{{"file", relative},
+                          {"scenario", scenario},
+                          {"case_index", case_index},
+                          {"case_key", case_key},
+                          {"implementation", implementation},
+                          {"tensor", tensor},
+                          {"shape", shape},
+                          {"layout", layout},
+                          {"dtype", element_type_name(buffer.type)},
+                          {"npy_descr", npy_descr(buffer.type)}});
+  }
+
+  void write_index() const {
+    if (!enabled()) return;
+    write_file_atomically(dump_index_path(directory_),
+                          Json{{"schema", "attnbench.dump/1"},
+                               {"note", "bf16 arrays are stored as their raw uint16 bits"},
+                               {"arrays", index_}}
+                                  .dump(1) +
+                              "\n");
+  }
+
+ private:
+  std::string directory_;
+  std::optional<FileLock> lock_;
+  Json index_ = Json::array();
+};
+
+struct ProfileSettings {
+  bool enabled = true;
+  bool per_kernel = false;
+};
+
+class ScenarioRunner {
+ public:
+  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper)
+      : threads_(threads), profile_(profile), results_(results), dumper_(dumper) {}
+
+  // The backends this run used, for their clocks at the end of the run.
+  const std::vector<Backend*>& backends_used() const { return backends_used_; }
+
+  // Runs every implementation on one case; returns its records.
+  std::vector<Json> run_case(const PlannedScenario& planned, std::size_t case_index, Progress& progress) {
+    const Scenario& scenario = *planned.scenario;
+    const ScenarioCase& scenario_case = scenario.cases[case_index];
+    CaseData data(scenario_case.problem, scenario.accuracy, threads_);
+    bool inputs_dumped = false;
+    const TraceRange case_range("case " + scenario.name + "#" + std::to_string(case_index));
+
+    std::vector<Json> records;
+    std::vector<std::pair<Implementation*, AccuracyResult>> accuracy;
+    for (Implementation* implementation : planned.implementations) {
+      if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
+      progress.start_implementation(std::string(implementation->name()));
+      const TraceRange implementation_range(std::string(implementation->name()));
+      Json record = base_record(planned, case_index, *implementation);
+      std::optional<AccuracyResult> checked;
+      try {
+        std::string skip_reason;
+        std::unique_ptr<ImplementationSession> session;
+        {
+          const TraceRange setup_range("setup");
+          session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
+        }
+        if (!session) {
+          record["status"] = "skipped";
+          record["reason"] = skip_reason;
+        } else {
+          note_device(session->backend());
+          if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
+          inputs_dumped = true;
+          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
+        }
+      } catch (const DeviceError& error) {
+        record["status"] = "failed";
+        record["reason"] = std::string("error: ") + error.what();
+        context_lost_ = context_lost_ || error.context_lost();
+      } catch (const std::exception& error) {
+        record["status"] = "failed";
+        record["reason"] = std::string("error: ") + error.what();
+      }
+      if (checked) accuracy.emplace_back(implementation, std::move(*checked));
+      records.push_back(std::move(record));
+      if (context_lost_) break;  // nothing more can run in this process
+    }
+    settle_accuracy(scenario, scenario_case.problem, accuracy, records);
+    return records;
+  }
+
+ private:
+  Json base_record(const PlannedScenario& planned, std::size_t case_index, const Implementation& implementation) {
+    const Scenario& scenario = *planned.scenario;
+    const ScenarioCase& scenario_case = scenario.cases[case_index];
+    const Problem& p = scenario_case.problem;
+    const ByteCount compulsory = compulsory_bytes(p);
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
+    return Json{{"scenario", scenario.name},
+                {"case_index", case_index},
+                {"case_key", scenario_case.key},
+                {"case_origin", scenario_case.origin},
+                {"implementation", implementation.name()},
+                {"device", implementation.device()},
+                {"settings", planned.settings},
+                {"problem", problem_to_json(p)},
+                {"status", "ok"},
+                {"reason", ""},
+                {"configuration", Json::object()},
+                {"flops", flops_to_json(p)},
+                {"timing", nullptr},
+                {"memory", nullptr},
+                {"traffic", {{"compulsory", bytes_json(compulsory.read, compulsory.write)},
+                             {"counted", nullptr},
+                             {"measured", nullptr},
+                             {"modelled", modelled ? modelled->to_json() : Json(nullptr)},
+                             {"ratio_to_modelled", {{"measured", nullptr}, {"counted", nullptr}}}}},
+                {"accuracy", nullptr}};
+  }
+
+  // The device's description and its clocks, when the run first uses it.
+  void note_device(Backend& backend) {
+    if (std::find(backends_used_.begin(), backends_used_.end(), &backend) == backends_used_.end()) {
+      backends_used_.push_back(&backend);
+      results_.note_device(backend.describe(), backend.read_clocks());
+    }
+  }
+
+  // traffic.measured: null for host implementations (nothing to profile);
+  // otherwise what the profiling pass collected, or why it did not run.
+  Json profile_implementation(ImplementationSession& session) {
+    Backend& backend = session.backend();
+    if (backend.kind() == BackendKind::host) return nullptr;
+    if (!profile_.enabled) return measured_traffic_json(ProfileResult::not_collected("skipped", "--no-profile"));
+    DeviceProfiler* profiler = backend.profiler();
+    if (!profiler) {
+      return measured_traffic_json(ProfileResult::not_collected(
+          "unavailable", "the " + std::string(backend.device()) + " backend has no hardware-counter profiler"));
+    }
+    return measured_traffic_json(session.profile(*profiler, profile_.per_kernel));
+  }
+
+  // Checks and times one implementation into `record`; returns the accuracy
+  // result when the outputs were checked against the oracle.
+  std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
+                                                       Json& record, std::size_t case_index,
+                                                       const std::string& case_key) {
+    const Scenario& scenario = *planned.scenario;
+    const Implementation& implementation = session.implementation();
+    const Problem& p = scenario.cases[case_index].problem;
+    record["configuration"] = session.configuration();
+
+    if (const std::optional<ByteCount> counted = session.checked_call()) {
+      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+    }
+    std::optional<AccuracyResult> accuracy;
+    const bool check = scenario.accuracy.check && !implementation.is_oracle();
+    if (check || dumper_.enabled()) {
+      const HostOutputs host = session.copy_outputs();
+      dump_outputs(scenario, p, case_index, case_key, implementation, host);
+      if (check) accuracy = session.check_accuracy(host);
+    }
+    if (!check) {
+      AccuracyResult result;
+      result.status = implementation.is_oracle() ? "oracle" : "not_checked";
+      result.reason = implementation.is_oracle() ? "this implementation is the oracle" : "accuracy.check is false";
+      record["accuracy"] = result.to_json();
+      record["accuracy"]["sample"] = nullptr;
+    }
+
+    const MeasureSettings& settings = planned.measure;
+    const Json clocks_before = session.backend().read_clocks();
+    const Measurement measurement = session.measure(settings);
+    const Json clocks_after = session.backend().read_clocks();
+    const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
+    const double median = measurement.statistics.p50;
+    const FlopCount flops = flop_count(p);
+    const ByteCount compulsory = compulsory_bytes(p);
+    record["timing"] = Json{{"clock", session.backend().clock_name()},
+                            {"simulated", session.backend().kind() == BackendKind::simulator},
+                            {"cache", settings.cold_cache ? "cold" : "hot"},
+                            {"cache_flush_bytes", settings.cold_cache ? session.backend().cache_flush_bytes() : 0},
+                            {"warmup_iterations", measurement.warmup_iterations},
+                            {"warmup_seconds", measurement.warmup_seconds},
+                            {"samples_seconds", measurement.samples_seconds},
+                            {"converged", measurement.converged},
+                            {"stop_reason", measurement.stop_reason},
+                            {"wall_seconds", measurement.wall_seconds},
+                            {"throttled", throttling.throttled},
+                            {"clocks", {{"before", clocks_before}, {"after", clocks_after}}},
+                            {"statistics", statistics_json(measurement.statistics)},
+                            {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
+                            {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
+    const MemoryPlan& memory = session.memory();
+    record["memory"] = Json{{"peak_bytes", session.peak_bytes()},
+                            {"input_bytes", memory.inputs},
+                            {"output_bytes", memory.outputs},
+                            {"workspace_bytes", memory.workspace},
+                            {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
+
+    Json& traffic = record["traffic"];
+    traffic["measured"] = profile_implementation(session);
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
+    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
+                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
+    return accuracy;
+  }
+
+  // The fused-versus-baseline rule needs every implementation of the case.
+  static void settle_accuracy(const Scenario& scenario, const Problem& problem,
+                              std::vector<std::pair<Implementation*, AccuracyResult>>& results,
+                              std::vector<Json>& records) {
+    std::map<std::string, const AccuracyResult*> by_name;
+    for (const auto& [implementation, result] : results) by_name[std::string(implementation->name())] = &result;
+    for (auto& [implementation, result] : results) {
+      if (!result.baseline.empty()) {
+        const auto baseline = by_name.find(result.baseline);
+        if (baseline != by_name.end()) {
+          apply_baseline_rule(result, *baseline->second, implementation->output_type(problem),
+                              scenario.accuracy);
+        } else {
+          result.note += std::string(result.note.empty() ? "" : "; ") + "baseline " + result.baseline +
+                         " did not run in this case, so only the per-dtype bound applied";
+          result.reason += std::string(result.reason.empty() ? "" : "; ") + result.note;
+        }
+      }
+      for (auto& record : records) {
+        if (record["implementation"] != implementation->name()) continue;
+        record["accuracy"] = result.to_json();
+        if (result.status == "failed" && record["status"] == "ok") {
+          record["status"] = "failed";
+          record["reason"] = "accuracy: " + result.reason;
+        }
+      }
+    }
+  }
+
+  void dump_inputs(const Scenario& scenario, CaseData& data, std::size_t case_index, const std::string& key) {
+    if (!dumper_.enabled()) return;
+    const Problem& p = data.problem();
+    const HostInputs& inputs = data.inputs();
+    const std::string layout = to_string(p.layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "Q", inputs.q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "K", inputs.k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "V", inputs.v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, "inputs", "dO", inputs.d_out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+  }
+
+  void dump_outputs(const Scenario& scenario, const Problem& p, std::size_t case_index, const std::string& key,
+                    const Implementation& implementation, const HostOutputs& host) {
+    if (!dumper_.enabled()) return;
+    const std::string name(implementation.name());
+    const std::string layout = to_string(p.layout);
+    dumper_.write(scenario.name, case_index, key, name, "O", host.out.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "LSE", host.lse.buffer, {p.batch, p.heads, p.seqlen_q}, "bhs");
+    dumper_.write(scenario.name, case_index, key, name, "dQ", host.d_q.buffer, tensor_shape(p, p.seqlen_q, p.heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "dK", host.d_k.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+    dumper_.write(scenario.name, case_index, key, name, "dV", host.d_v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
+  }
+
+  int threads_;
+  ProfileSettings profile_;
+  std::vector<Backend*> backends_used_;
+  ResultsOutput& results_;
+  CaseDumper& dumper_;
+  bool context_lost_ = false;
+
+ public:
+  // A device error left the device unusable: the process must restart.
+  bool context_lost() const { return context_lost_; }
+};
+
+// Makes sure a file can be created in `directory` (creating the directory), so
+// an unusable -o or --dump is bad input found before anything is written.
+void require_writable_directory(const fs::path& directory, const std::string& option) {
+  std::error_code error;
+  if (!directory.empty()) fs::create_directories(directory, error);
+  const fs::path probe = (directory.empty() ? fs::path(".") : directory) / (".attnbench-probe-" + std::to_string(getpid()));
+  std::ofstream out(probe);
+  const bool writable = static_cast<bool>(out);
+  out.close();
+  fs::remove(probe, error);
+  if (!writable) {
+    throw InputError(option + ": cannot write into \"" + (directory.empty() ? std::string(".") : directory.string()) +
+                     "\" (" + (error ? error.message() : std::string("permission denied or not a directory")) + ")");
+  }
+}
+
+// The files a run writes, checked before anything is: -o not a directory, in a
+// writable place, and no output (the results file, its journal and lock, the
+// dump's index and arrays) one of the scenario files it reads.
+void check_outputs(const std::string& output, const RunOptions& options, const std::vector<Scenario>& scenarios) {
+  if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
+  require_writable_directory(fs::path(output).parent_path(), "-o");
+  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
+  std::vector<Diagnostic> problems;
+  for (const Scenario& scenario : scenarios) {
+    for (const std::string& written : {output, journal_path(output), lock_file_path(output)}) {
+      if (same_file(scenario.path, written)) {
+        problems.push_back({scenario.path, "", "is a scenario file of this run and would be overwritten by -o " +
+                                                   output + "; write the results to another file"});
+      }
+    }
+    if (options.dump_dir.empty()) continue;
+    const fs::path index = dump_index_path(options.dump_dir);
+    const fs::path arrays = fs::weakly_canonical(fs::path(options.dump_dir) / scenario.name);
+    const fs::path input = fs::weakly_canonical(scenario.path);
+    const bool under_arrays = std::mismatch(arrays.begin(), arrays.end(), input.begin(), input.end()).first == arrays.end();
+    if (same_file(scenario.path, index.string()) || under_arrays) {
+      problems.push_back({scenario.path, "", "is where --dump " + options.dump_dir +
+                                                 " writes its index or arrays; dump into another directory"});
+    }
+  }
+  if (!options.dump_dir.empty() && same_file(output, dump_index_path(options.dump_dir))) {
+    problems.push_back({"", "", "-o " + output + ": is the index of --dump " + options.dump_dir +
+                                    "; write the results to another file"});
+  }
+  if (!problems.empty()) throw InputError(problems);
+}
+
+// Keeps only the cases of `shard`; returns how many remain. Cost is estimated
+// by the case's FLOPs (plus a constant for its fixed overheads), the same for
+// every implementation, so each shard computes the same split.
+std::size_t keep_shard(std::vector<PlannedScenario>& plan, const Shard& shard) {
+  std::vector<double> costs;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      costs.push_back(flop_count(planned.scenario->cases[case_index].problem).total + 1e6);
+    }
+  }
+  const std::vector<int> shard_of = assign_to_shards(costs, shard.count);
+  std::size_t item = 0, kept = 0;
+  for (PlannedScenario& planned : plan) {
+    std::vector<std::size_t> mine;
+    for (std::size_t case_index : planned.cases) {
+      if (shard_of[item++] == shard.index - 1) mine.push_back(case_index);
+    }
+    kept += mine.size();
+    planned.cases = std::move(mine);
+  }
+  return kept;
+}
+
+std::string default_output_path(const std::vector<Scenario>& scenarios) {
+  std::string stamp = utc_timestamp();
+  stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
+  return "results/" + scenarios.front().name + "-" + stamp + ".json";
+}
+
+// The worst tensor error of a record, relative to the oracle's magnitude: "dK 4.5e-07".
+std::string worst_error(const Json& accuracy) {
+  if (accuracy.is_null() || accuracy["tensors"].empty()) return "-";
+  std::string worst = "-";
+  double largest = -1;
+  for (const auto& [tensor, error] : accuracy["tensors"].items()) {
+    const double relative =
+        error["max_abs_error"].get<double>() / std::max(1.0, error["oracle_max_abs"].get<double>());
+    const bool broken = error["nan"].get<std::size_t>() || error["inf"].get<std::size_t>() ||
+                        error["infinity_mismatch"].get<std::size_t>();
+    if (broken) return tensor + " NaN/Inf";
+    if (relative > largest) {
+      largest = relative;
+      worst = tensor + " " + format_scientific(relative, 1);
+    }
+  }
+  return worst;
+}
+
+// The fewest samples that give the median a 95% confidence interval.
+std::size_t fewest_samples_with_a_median_interval() {
+  std::size_t n = 1;
+  while (median_confidence_ranks(n, 0.95).low == 0) ++n;
+  return n;
+}
+
+// The summary table: one block per case, one row per implementation, fitting
+// 80 columns for names of up to 17 characters (cuda.flash.simple). A record
+// that is not ok shows its status where the median would be, and its reason
+// on wrapped lines of its own.
+void print_summary(const ResultsDocument& results) {
+  const Json& records = results.json()["records"];
+  int name_width = 14;
+  for (const auto& record : records) {
+    name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
+  }
+  std::string current_case;
+  bool any_timing = false, any_simulated = false;
+  for (const auto& record : records) {
+    const std::string case_label = record["scenario"].get<std::string>() + "#" +
+                                   std::to_string(record["case_index"].get<std::size_t>());
+    if (case_label != current_case) {
+      current_case = case_label;
+      const std::string label = short_case_label(record["problem"]);
+      if (case_label.size() + 2 + label.size() <= 80) {
+        std::printf("\n%s  %s\n", case_label.c_str(), label.c_str());
+      } else {
+        std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
+      }
+      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, "implementation", "median", "+-CI/2", "samples",
+                  "throughput", "peak mem", "rel. error");
+    }
+    const Json& timing = record["timing"];
+    const bool ok = record["status"] == "ok";
+    std::string median = ok ? "-" : record["status"].get<std::string>();
+    std::string spread = "-", samples = "-", throughput = "-", peak = "-";
+    if (!timing.is_null()) {
+      any_timing = true;
+      const Json& statistics = timing["statistics"];
+      const double p50 = statistics["p50"].get<double>();
+      median = format_seconds(p50);
+      if (p50 > 0 && statistics["median_ci_defined"].get<bool>()) {
+        const double half_width =
+            (statistics["median_ci_high"].get<double>() - statistics["median_ci_low"].get<double>()) / 2 / p50;
+        spread = format_fixed(100 * half_width, 1) + "%";
+      }
+      const bool simulated = timing.value("simulated", false);
+      any_simulated = any_simulated || simulated;
+      samples = std::to_string(statistics["count"].get<std::size_t>()) +
+                (simulated ? "s" : timing["converged"].get<bool>() ? " " : "*");
+      if (p50 > 0 && !simulated) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
+    }
+    if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
+    std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
+                median.c_str(), spread.c_str(), samples.c_str(), throughput.c_str(), peak.c_str(),
+                worst_error(record["accuracy"]).c_str());
+    if (!ok) {
+      for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
+  }
+  if (any_timing) {
+    const std::string legend =
+        "+-CI/2: half the median's 95% CI, relative (- below " + std::to_string(fewest_samples_with_a_median_interval()) +
+        " samples, too few for one). samples: * = stopped at max_samples or max_seconds before the CI reached "
+        "target_ci_width." +
+        std::string(any_simulated ? " s = simulated on the CPU (cudasim): one call, timed by the host clock, no "
+                                    "GPU performance figure (so no throughput)."
+                                  : "");
+    std::printf("\n");
+    for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
+  }
+}
+
+// A line saying that other work competed for the CPUs during the run, or "":
+// when the 1-minute load average at the start plus this run's threads, or the
+// load at the end (which includes this run), exceeds the CPUs available by
+// more than half a CPU.
+std::string load_warning(const Json& load_average, int threads, const CpuAvailability& cpus) {
+  const auto one_minute = [&](const char* when) {
+    return load_average.contains(when) && load_average[when].is_array() ? load_average[when][0].get<double>() : 0.0;
+  };
+  const double start = one_minute("run_start"), end = one_minute("run_end");
+  const double limit = cpus.count + 0.5;
+  if (start + threads <= limit && end <= limit) return "";
+  return "warning: load average " + format_fixed(start, 2) + " at the start, " + format_fixed(end, 2) +
+         " at the end, with " + std::to_string(threads) + " thread(s) on " + std::to_string(cpus.count) +
+         " available CPU(s): other work competed for the CPUs, so host timings may be noisy.";
+}
+
+// The `scenarios` block of the results file.
+Json scenarios_json(const std::vector<PlannedScenario>& plan) {
+  Json scenarios = Json::array();
+  for (const PlannedScenario& planned : plan) {
+    Json names = Json::array();
+    for (Implementation* implementation : planned.implementations) names.push_back(implementation->name());
+    scenarios.push_back(Json{{"path", escape_invalid_utf8(planned.scenario->path)},
+                             {"name", planned.scenario->name},
+                             {"description", planned.scenario->description},
+                             {"source", planned.scenario->source},
+                             {"implementations", names},
+                             {"measure", planned.settings["measure"]},
+                             {"accuracy", planned.settings["accuracy"]},
+                             {"case_count", planned.scenario->cases.size()}});
+  }
+  return scenarios;
+}
+
+// The records this run may continue from: its planned cases and
+// implementations, measured with its settings.
+ExpectedRecords expected_records(const std::vector<PlannedScenario>& plan) {
+  ExpectedRecords expected;
+  for (const PlannedScenario& planned : plan) {
+    ExpectedScenarioRecords& scenario = expected[planned.scenario->name];
+    for (std::size_t case_index : planned.cases) {
+      scenario.case_index_by_key.emplace(planned.scenario->cases[case_index].key, case_index);
+    }
+    for (Implementation* implementation : planned.implementations) {
+      scenario.implementations.emplace(implementation->name());
+    }
+    scenario.settings = planned.settings;
+  }
+  return expected;
+}
+
+// The descriptions of the devices the planned implementations run on.
+std::vector<Json> devices_planned(const std::vector<PlannedScenario>& plan) {
+  std::set<std::string> kinds;
+  for (const PlannedScenario& planned : plan) {
+    for (const Implementation* implementation : planned.implementations) kinds.emplace(implementation->device());
+  }
+  std::vector<Json> devices;
+  for (const std::string& kind : kinds) {
+    if (Backend* backend = BackendRegistry::instance().get(kind)) devices.push_back(backend->describe());
+  }
+  return devices;
+}
+
+// How many planned cases have a record of every planned implementation.
+std::size_t cases_saved(const std::vector<PlannedScenario>& plan, const ResultsDocument& document) {
+  std::size_t saved = 0;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      const std::string& key = planned.scenario->cases[case_index].key;
+      saved += std::all_of(planned.implementations.begin(), planned.implementations.end(),
+                           [&](const Implementation* implementation) {
+                             return document.has_record(planned.scenario->name, key,
+                                                        std::string(implementation->name()));
+                           })
+                   ? 1
+                   : 0;
+    }
+  }
+  return saved;
+}
+
+// A write that failed mid-run (a full or read-only disk): the finished records
+// are saved where they can be, and the error says where and how to go on.
+EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& output,
+                               const std::vector<PlannedScenario>& plan, std::size_t total_cases) {
+  std::string safe_in = output.path();
+  try {
+    output.save();
+  } catch (const FileWriteError&) {
+    safe_in = output.path() + " and " + output.journal_file();
+  }
+  return EnvironmentError(std::string(failure.what()) + ". The " + std::to_string(cases_saved(plan, output.document())) +
+                          " of " + std::to_string(total_cases) + " cases finished so far are safe in " + safe_in +
+                          "; make room on the disk (or make it writable) and continue with the same command and "
+                          "--resume");
+}
+
+// "24 records: 20 ok, 3 skipped, 1 failed"
+std::string record_counts(const Json& records) {
+  std::map<std::string, std::size_t> by_status;
+  for (const auto& record : records) ++by_status[record["status"].get<std::string>()];
+  std::string text = count_of(records.size(), "record");
+  std::string parts;
+  for (const char* status : {"ok", "skipped", "failed"}) {
+    parts += std::string(parts.empty() ? "" : ", ") + std::to_string(by_status[status]) + " " + status;
+  }
+  return text + ": " + parts;
+}
+
+}  // namespace
+
+std::optional<Regex> case_filter(const std::string& pattern) {
+  if (pattern.empty()) return std::nullopt;
+  try {
+    return Regex(pattern);
+  } catch (const RegexError& error) {
+    throw InputError(std::string("--filter: ") + error.what());
+  }
+}
+
+int run_scenarios(const RunOptions& options) {
+  // Everything that can be wrong with the request is found before any output.
+  std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  scenarios.insert(scenarios.end(), options.built_scenarios.begin(), options.built_scenarios.end());
+  const std::optional<Regex> filter = case_filter(options.filter);
+  const CpuAvailability cpus = available_cpus();
+  const int threads = options.threads > 0 ? options.threads : cpus.count;
+  const Json profile{{"enabled", options.profile}, {"per_kernel", options.profile_kernels}};
+  std::vector<PlannedScenario> plan;
+  std::size_t total_cases = 0;
+  for (const Scenario& scenario : scenarios) {
+    PlannedScenario planned{&scenario, {}, scenario.measure, {}, {}};
+    planned.implementations = options.implementations.empty()
+                                  ? select_implementations(scenario.implementations, scenario.path + ": implementations")
+                                  : select_implementations(options.implementations, "--impl");
+    planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
+    planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
+                                       threads, profile);
+    for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
+      if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
+    }
+    total_cases += planned.cases.size();
+    plan.push_back(std::move(planned));
+  }
+  if (total_cases == 0) throw InputError("--filter " + quote(options.filter) + " matches no case");
+  if (options.shard) total_cases = keep_shard(plan, *options.shard);
+  if (options.resume && options.output_path.empty()) {
+    throw InputError("--resume needs -o FILE naming the results file to continue");
+  }
+  if (options.resume && options.overwrite) throw InputError("--resume and --overwrite cannot both be given");
+  const std::string output_path = options.output_path.empty() ? default_output_path(scenarios) : options.output_path;
+  check_outputs(output_path, options, scenarios);
+  const ExistingResults existing = options.resume      ? ExistingResults::resume
+                                   : options.overwrite ? ExistingResults::overwrite
+                                                       : ExistingResults::refuse;
+  ResultsOutput output(output_path, existing);
+  CaseDumper dumper(options.dump_dir, existing);
+
+  const InterruptGuard interrupts([&](int signal) {
+    if (options.interactive) std::fputs("\r\033[K", stderr);
+    std::string saved_in = output.path();
+    bool started = true;
+    try {
+      started = output.save_and_stop();
+    } catch (const FileWriteError& error) {
+      saved_in = output.path() + " and " + output.journal_file() + " (" + error.what() + ")";
+    }
+    dumper.release_lock();
+    if (!started) {
+      std::fprintf(stderr, "attnbench: interrupted (%s) before the first case; %s is as it was\n",
+                   strsignal(signal), output.path().c_str());
+      return;
+    }
+    std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with --resume\n",
+                 cases_saved(plan, output.document()), total_cases, saved_in.c_str());
+  });
+
+  ResultsDocument document(options.command_line, threads);
+  document.set_shard(options.shard);
+  document.set_filter(options.filter);
+  document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
+  document.set_load_average("run_start", load_average());
+  document.set_scenarios(scenarios_json(plan));
+  if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
+  try {
+    output.start(std::move(document));
+  } catch (const FileWriteError& failure) {
+    throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
+  }
+
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper);
+  Progress progress(total_cases, options.interactive);
+  std::size_t number = 0;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      const ScenarioCase& scenario_case = planned.scenario->cases[case_index];
+      progress.start_case(++number, planned.scenario->name + "#" + std::to_string(case_index) + " " +
+                                        short_case_label(problem_to_json(scenario_case.problem)));
+      std::vector<Json> records = runner.run_case(planned, case_index, progress);
+      std::string outcome;
+      for (const auto& record : records) {
+        outcome += (outcome.empty() ? "" : ", ") + record["implementation"].get<std::string>() + " " +
+                   record["status"].get<std::string>();
+      }
+      try {
+        if (!records.empty()) output.add_case(std::move(records));
+        dumper.write_index();
+      } catch (const FileWriteError& failure) {
+        progress.finish();
+        throw write_failure(failure, output, plan, total_cases);
+      }
+      progress.finish_case(outcome.empty() ? "already in the results file" : outcome);
+      if (runner.context_lost()) {
+        progress.finish();
+        try {
+          output.save();
+        } catch (const FileWriteError& failure) {
+          throw write_failure(failure, output, plan, total_cases);
+        }
+        output.keep_lock_across_exec();
+        dumper.keep_lock_across_exec();
+        throw RestartRequired("the device context was lost (recorded on the failed case); continuing in a new process",
+                              output.path());
+      }
+    }
+  }
+  progress.finish();
+  for (Backend* backend : runner.backends_used()) {
+    output.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
+  }
+  output.set_load_average("run_end", load_average());
+  try {
+    output.finish();
+  } catch (const FileWriteError& failure) {
+    throw write_failure(failure, output, plan, total_cases);
+  }
+
+  const ResultsDocument& results = output.document();
+  print_summary(results);
+  if (const std::string warning = load_warning(results.json()["load_average"], threads, cpus); !warning.empty()) {
+    for (const std::string& line : wrap_words(warning, 80, "  ")) std::printf("%s\n", line.c_str());
+  }
+  std::size_t failed = 0;
+  for (const auto& record : results.json()["records"]) failed += record["status"] == "failed" ? 1 : 0;
+  std::printf("\n%s. Results: %s\n", record_counts(results.json()["records"]).c_str(), output.path().c_str());
+  if (dumper.enabled()) std::printf("Arrays: %s\n", dump_index_path(options.dump_dir).c_str());
+  return failed ? kExitGateFailed : kExitSuccess;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,66 @@
+// `attnbench run`: scenario cases x implementations -> result records. For each
+// case: generate the inputs once; for each implementation: check support and
+// memory, allocate everything from one arena, run once with poisoned outputs and
+// check against the fp64 oracle, then warm up and time, then (on a device with
+// a profiler, unless --no-profile) profile one call; then apply the
+// fused-versus-baseline accuracy rule across the case's implementations and
+// journal the case's records (harness/results/output.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/implementation.hpp"
+#include "harness/measure/protocol.hpp"
+#include "harness/scenario/regex.hpp"
+#include "harness/scenario/scenario.hpp"
+#include "harness/run/shard.hpp"
+
+namespace attnbench {
+
+struct RunOptions {
+  std::vector<std::string> scenario_paths;
+  std::vector<Scenario> built_scenarios;     // scenarios built in memory (`bench`), run after the files'
+  std::string output_path;                   // empty: results/<scenario>-<time>.json
+  std::vector<std::string> implementations;  // --impl; overrides the scenarios' lists
+  std::string filter;                        // regex (harness/scenario/regex.hpp) searched in "<scenario>/<case key>"
+  int threads = 0;                           // 0: the CPUs this process can use (available_cpus())
+  MeasurementOverrides measurement;          // --min-samples, --hot, … override the scenarios' settings
+  std::string dump_dir;                      // --dump
+  bool resume = false;                       // continue the run saved in output_path
+  bool overwrite = false;                    // replace whatever output_path (and --dump) holds
+  bool profile = true;                       // the profiling pass on devices with a profiler (--no-profile)
+  bool profile_kernels = false;              // and one range per kernel (--profile-kernels)
+  std::optional<Shard> shard;                // --shard K/N: only this part of the cases
+  bool interactive = false;                  // stderr is a terminal
+  std::vector<std::string> command_line;
+};
+
+// The implementations a scenario names: `requested` (from --impl or the
+// scenario) or the default set (every available implementation on an
+// accelerator when one is available, else every CPU implementation), whether
+// or not this machine can run them. Throws InputError for an unknown name.
+std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
+                                                     const std::string& requested_by);
+// The same, for running them: also throws EnvironmentError for one this
+// machine cannot run.
+std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
+                                                    const std::string& requested_by);
+
+// The --filter pattern, compiled; nullopt when it is empty. Throws InputError
+// naming the flag when the pattern is malformed or one RE2 cannot express.
+std::optional<Regex> case_filter(const std::string& pattern);
+
+// Runs and returns the exit code (0, or 1 when any record failed); throws
+// InputError / EnvironmentError before writing anything when the request is
+// bad, EnvironmentError (saying where the finished records are) when a write
+// fails mid-run, and RestartRequired after a lost device context. On SIGINT or
+// SIGTERM it saves the finished cases and ends the process (130, 143).
+int run_scenarios(const RunOptions& options);
+
+// Short label of a case for terminal output, from its results-file form
+// (problem_to_json): "b2 h4/2 q100 k77 d64 fp16 fwd causal.br drop0.10".
+std::string short_case_label(const nlohmann::ordered_json& problem);
+
+}  // namespace attnbench

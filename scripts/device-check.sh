@@ -6,7 +6,8 @@
 # (with the CUPTI profiling pass: measured DRAM bytes beside the models),
 # cross-check one case's DRAM bytes with ncu, run compute-sanitizer's memcheck,
 # racecheck and synccheck on one small padded, causal case with dropout for
-# every CUDA kernel, run PyTorch's SDPA backends on the N 4k forward cases,
+# every CUDA kernel, run PyTorch's SDPA backends (and flash-attn, FlashInfer
+# where installed) on the N 4k forward cases,
 # build and run the CUDA plug-in example (and its variants that break the
 # plug-in rules, which the harness must catch), and write every log and results
 # file into OUTDIR. Prints
@@ -109,10 +110,13 @@ JSON
   done
 fi
 # PyTorch's SDPA backends beside ours on the device_check cases at
-# N 4k, forward, merged into one table with ours.
+# N 4k, forward, merged into one table with ours; and flash-attn 2 and 3 and
+# FlashInfer through their adapters where they are installed (their records
+# are skipped, saying so, where not).
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
-timeout 90 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+timeout 120 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+  --backends flash,cudnn,efficient,math --callable fa2 --callable fa3 --callable flashinfer \
   --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then
   "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \

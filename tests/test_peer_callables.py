@@ -16,7 +16,6 @@ the inverse of the way in. torch_peer.py's --callable options: parsing, an
 adapter whose library is missing, the default set of implementations.
 """
 import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -208,21 +207,13 @@ class NumpyTensors:
         return name
 
 
-def load_script(name):
-    sys.path.insert(0, str(ARGS.source_dir / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ARGS.source_dir / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class Callables(attnbench_testing.ScenarioTestCase):
     prefix, scenario_content, scenario_file = "attnbench_callables_", SCENARIO, "callables.json"
 
     @classmethod
     def setUpClass(cls):
-        cls.callables = load_script("peer_callables")
-        cls.peer = load_script("torch_peer")
+        cls.callables = attnbench_testing.load_script(ARGS.source_dir, "peer_callables")
+        cls.peer = attnbench_testing.load_script(ARGS.source_dir, "torch_peer")
         cls.fakes = attnbench_testing.make_temporary_directory("attnbench_fake_libraries_")
         (cls.fakes / "flash_attn").mkdir()
         (cls.fakes / "flash_attn" / "__init__.py").write_text(FAKE_FLASH_ATTN)

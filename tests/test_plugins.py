@@ -143,7 +143,8 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                     self.assertEqual((record["status"], record["reason"]), ("skipped", "no dropout in this example"))
                     continue
                 self.assertEqual(record["status"], "ok", record["reason"])
-                self.assertEqual(record["configuration"], {"plugin": "one score row per thread", "threads": THREADS})
+                self.assertEqual(record["configuration"],
+                                 {"algorithm": "fused", "plugin": "one score row per thread", "threads": THREADS})
                 accuracy = record["accuracy"]
                 self.assertEqual((accuracy["status"], accuracy["baseline"], accuracy["rule_applied"]),
                                  ("passed", "cpu.standard", True))
@@ -157,6 +158,9 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                                  memory["input_bytes"] + memory["output_bytes"] + memory["workspace_bytes"])
                 self.assertEqual(memory["extra_bytes"], workspace)
                 self.assertGreater(record["timing"]["statistics"]["count"], 0)
+        report = self.attnbench("report", output, "--table", "seqlen", "--format", "json")
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn("cpu.example", {c.get("implementation") for c in json.loads(report.stdout)["columns"]})
 
     def test_the_wrong_build_fails_its_accuracy_check(self):
         output = self.directory / "results.json"
@@ -257,24 +261,30 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         verdict = json.loads(listing.stdout)["scenarios"][0]["cases"][0]["implementations"]["cpu.test_supports_error"]
         self.assertIn("supports() broke on purpose", verdict["reason"])
 
-    def test_a_crash_is_recorded_as_failed_on_resume(self):
+    def test_a_crash_loses_no_record_and_is_recorded_as_failed_on_resume(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         scenario = attnbench_testing.write_scenario(self.directory / "crash.json", dict(
-            SCENARIO, cases=[{"head_dim": 16, "direction": "fwd"}, {"head_dim": 8, "direction": "fwd"}]))
+            SCENARIO, cases=[{"head_dim": 8, "direction": "fwd"}, {"head_dim": 16, "direction": "fwd"},
+                             {"head_dim": 8, "seqlen": 16, "direction": "fwd"}]))
         output = self.directory / "results.json"
         arguments = ["run", scenario, "-o", output, "--plugin", plugin, "--impl", "cpu.standard,cpu.test_crash"]
         crashed = self.attnbench(*arguments)
-        self.assertNotIn(crashed.returncode, (0, 1, 2), crashed.stderr)  # killed by SIGABRT
+        self.assertEqual(crashed.returncode, -6, crashed.stderr)  # SIGABRT, from the plug-in
+        journal = [json.loads(line) for line in pathlib.Path(f"{output}.journal").read_text().splitlines()[1:]]
+        finished = [entry["record"] for entry in journal if "record" in entry]
+        self.assertEqual([r["case_index"] for r in finished], [0, 0])  # the first case, as it finished
+        self.assertEqual([entry["crashed"]["signal"] for entry in journal if "crashed" in entry], [6])
         resumed = self.attnbench(*arguments, "--resume")
         self.assertEqual(resumed.returncode, 1, resumed.stdout + resumed.stderr)
         document = self.validated(output)
         self.assertTrue(document["complete"])
-        records = {(r["problem"]["head_dim"], r["implementation"]): r for r in document["records"]}
-        self.assertEqual(len(records), 4)
-        self.assertEqual(records[16, "cpu.test_crash"]["status"], "failed")
-        self.assertIn("the process died in this case", records[16, "cpu.test_crash"]["reason"])
-        self.assertIn("did not crash", records[8, "cpu.test_crash"]["reason"])
-        self.assertEqual({records[16, "cpu.standard"]["status"], records[8, "cpu.standard"]["status"]}, {"ok"})
+        records = {(r["case_index"], r["implementation"]): r for r in document["records"]}
+        self.assertEqual(len(records), 6)
+        self.assertEqual([records[0, r["implementation"]] for r in finished], finished)  # kept, not run again
+        self.assertEqual(records[1, "cpu.test_crash"]["status"], "failed")
+        self.assertIn("the process died in this case of signal 6", records[1, "cpu.test_crash"]["reason"])
+        self.assertIn("did not crash", records[2, "cpu.test_crash"]["reason"])
+        self.assertEqual({records[c, "cpu.standard"]["status"] for c in range(3)}, {"ok"})
 
     # ---- a plug-in's build is part of a run's identity ----
 

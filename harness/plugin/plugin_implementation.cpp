@@ -28,7 +28,12 @@ PluginImplementation::PluginImplementation(PluginOrigin origin, PluginDescriptor
     : origin_(std::move(origin)),
       descriptor_(std::move(descriptor)),
       device_(abi_device_name(descriptor_.device)),
-      summary_(descriptor_.summary + " [plug-in " + origin_.path + ", version " + descriptor_.version + "]") {}
+      summary_(descriptor_.summary + " [" + algorithm_name() + ", plug-in " + origin_.path + ", version " +
+               descriptor_.version + "]") {}
+
+std::string PluginImplementation::algorithm_name() const {
+  return descriptor_.algorithm == ATTNBENCH_ALGORITHM_FUSED ? "fused" : "materializing";
+}
 
 Verdict PluginImplementation::availability() const {
   Backend* backend = BackendRegistry::instance().get(device_);
@@ -119,7 +124,7 @@ void PluginImplementation::backward(const Problem& problem, const AttentionBuffe
 }
 
 Json PluginImplementation::configuration(const Problem&, const ExecutionContext& context) const {
-  Json configuration = Json::object();
+  Json configuration{{"algorithm", algorithm_name()}};
   if (!descriptor_.configuration.empty()) configuration["plugin"] = descriptor_.configuration;
   if (!on_cuda()) configuration["threads"] = context.thread_count();
   return configuration;

@@ -56,6 +56,7 @@ class PluginImplementation final : public Implementation {
 
  private:
   bool on_cuda() const { return descriptor_.device == ATTNBENCH_DEVICE_CUDA; }
+  std::string algorithm_name() const;  // "fused" or "materializing"
   // The plug-in's own workspace, as its callback gives it.
   std::uint64_t plugin_workspace_bytes(const AbiProblem& problem, const ExecutionContext& context) const;
   // The problem in the ABI's form for calls on `buffers`, converted once per

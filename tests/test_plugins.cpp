@@ -3,6 +3,7 @@
 // verdicts of the CUDA discipline checks (with a fake device), and the plug-in
 // builds in a run's identity. The end-to-end runs are tests/test_plugins.py.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,11 @@ namespace attnbench {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// A file name in the temporary directory, unique to this process.
+std::filesystem::path temporary(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_" + name);
+}
 
 std::string test_plugin(const std::string& variant) {
   std::stringstream list(ATTNBENCH_TEST_PLUGINS);
@@ -63,7 +69,7 @@ TEST(Sha256, KnownAnswers) {
 }
 
 TEST(Sha256, OfAFile) {
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "attnbench_sha256_test.bin";
+  const std::filesystem::path file = temporary("attnbench_sha256_test.bin");
   std::ofstream(file, std::ios::binary) << "abc";
   std::string error;
   EXPECT_EQ(sha256_file_hex(file.string(), error).value_or(""),
@@ -162,7 +168,7 @@ TEST(PluginAbi, NameRules) {
 }
 
 TEST(PluginLoader, RefusesBadPluginsNamingTheFile) {
-  const std::filesystem::path text = std::filesystem::temp_directory_path() / "attnbench_not_a_library.so";
+  const std::filesystem::path text = temporary("attnbench_not_a_library.so");
   std::ofstream(text) << "not a library\n";
   EXPECT_NE(load_error(text.string()).find("is not a shared library"), std::string::npos);
   std::filesystem::remove(text);
@@ -203,7 +209,7 @@ TEST_F(MisbehavingPlugin, IsRegisteredWithItsIdentity) {
   EXPECT_EQ(plugins_json({"cpu.flash"}), Json::array());
   EXPECT_EQ(plugins_json({"cpu.flash", "cpu.test_crash"}).size(), 1u);
   // Another plug-in (here a copy of the file) may not take a name this one registered.
-  const std::filesystem::path copy = std::filesystem::temp_directory_path() / "attnbench_plugin_copy.so";
+  const std::filesystem::path copy = temporary("attnbench_plugin_copy.so");
   std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
   EXPECT_NE(load_error(copy.string()).find("\"cpu.test_error\": is already the name of an implementation of the "
                                            "plug-in " + path),

@@ -101,8 +101,8 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         opening = (ARGS.source_dir / "examples" / "plugins" / "cpu_attention.c").read_text()
         self.assertIn(CPU_COMMAND.replace(" -o ", " \\\n *      -o "), opening)
         opening = (ARGS.source_dir / "examples" / "plugins" / "cuda_attention.cu").read_text()
-        self.assertIn(CUDA_COMMAND.replace(" -gencode arch=compute_80", " \\\n//        -gencode arch=compute_80")
-                      .replace(" examples/", " \\\n//        examples/"), opening)
+        self.assertIn(CUDA_COMMAND.replace(" -gencode arch=compute_80", " \\\n *        -gencode arch=compute_80")
+                      .replace(" examples/", " \\\n *        examples/"), opening)
 
     def test_the_cuda_example_builds_and_loads_without_a_gpu(self):
         """Built for sm_80 and sm_90 by the documented command; on a machine without a GPU

@@ -150,6 +150,7 @@ static int32_t example_workspace_bytes(void* user_data, const attnbench_problem*
 static int32_t example_forward(void* user_data, const attnbench_problem* p, const attnbench_buffers* buffers,
                                const attnbench_context* context, attnbench_message* message) {
   (void)user_data;
+  (void)context; /* its threads: used by OpenMP */
   (void)message;
   const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
   const int64_t units = p->batch * p->heads;
@@ -189,6 +190,7 @@ static int32_t example_forward(void* user_data, const attnbench_problem* p, cons
 static int32_t example_backward(void* user_data, const attnbench_problem* p, const attnbench_buffers* buffers,
                                 const attnbench_context* context, attnbench_message* message) {
   (void)user_data;
+  (void)context; /* its threads: used by OpenMP */
   (void)message;
   const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
   const int64_t units = p->batch * p->kv_heads;

@@ -1,29 +1,31 @@
-// cuda.example: a forward attention kernel as an attnbench plug-in, with no
-// header but include/attnbench/plugin.h (docs/plugins.md). Built outside
-// attnbench's build, as a user would, for the GPUs to run on:
-//
-//   nvcc -O2 -shared -Xcompiler -fPIC -cudart shared -I include \
-//        -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-//        examples/plugins/cuda_attention.cu -o libcuda_attention.so
-//
-// (-cudart shared: the plug-in uses the CUDA runtime attnbench has loaded.)
-// Run with `attnbench run SCENARIO --plugin ./libcuda_attention.so --impl cuda.example,cuda.cublas`.
-//
-// What it computes: one warp per query row. The warp's 32 lanes hold the row
-// of Q and of the output accumulator, up to 8 elements each (head dim <= 256);
-// it walks the row's visible keys (causal, window, padding, either alignment,
-// from the lengths attnbench put in device memory), each score a dot product
-// reduced across the warp with shuffles, and keeps the running maximum and sum
-// of the online softmax in registers. O and LSE are written once; nothing is
-// allocated, no workspace is needed, and everything runs on the stream
-// attnbench gives. A correct, simple reference for a plug-in, not a fast kernel:
-// no tiling, no shared memory, no tensor cores. Forward only; dropout is refused.
-//
-// Two variants exist only to show that attnbench's checks catch what a
-// plug-in must not do (scripts/device-check.sh runs them on a GPU):
-// -DATTNBENCH_EXAMPLE_DEFAULT_STREAM launches on the default stream (the
-// stream check fails the record), -DATTNBENCH_EXAMPLE_OWN_ALLOCATION keeps a
-// cudaMalloc'd buffer of its own (the record is flagged).
+/*
+ * cuda.example: a forward attention kernel as an attnbench plug-in, with no
+ * header but include/attnbench/plugin.h (docs/plugins.md). Built outside
+ * attnbench's build, as a user would, for the GPUs to run on:
+ *
+ *   nvcc -O2 -shared -Xcompiler -fPIC -cudart shared -I include \
+ *        -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+ *        examples/plugins/cuda_attention.cu -o libcuda_attention.so
+ *
+ * (-cudart shared: the plug-in uses the CUDA runtime attnbench has loaded.)
+ * Run with `attnbench run SCENARIO --plugin ./libcuda_attention.so --impl cuda.example,cuda.cublas`.
+ *
+ * What it computes: one warp per query row. The warp's 32 lanes hold the row
+ * of Q and of the output accumulator, up to 8 elements each (head dim <= 256);
+ * it walks the row's visible keys (causal, window, padding, either alignment,
+ * from the lengths attnbench put in device memory), each score a dot product
+ * reduced across the warp with shuffles, and keeps the running maximum and sum
+ * of the online softmax in registers. O and LSE are written once; nothing is
+ * allocated, no workspace is needed, and everything runs on the stream
+ * attnbench gives. A correct, simple reference for a plug-in, not a fast kernel:
+ * no tiling, no shared memory, no tensor cores. Forward only; dropout is refused.
+ *
+ * Two variants exist only to show that attnbench's checks catch what a
+ * plug-in must not do (scripts/device-check.sh runs them on a GPU):
+ * -DATTNBENCH_EXAMPLE_DEFAULT_STREAM launches on the default stream (the
+ * stream check fails the record), -DATTNBENCH_EXAMPLE_OWN_ALLOCATION keeps a
+ * cudaMalloc'd buffer of its own (the record is flagged).
+ */
 #include <attnbench/plugin.h>
 
 #include <cuda_bf16.h>

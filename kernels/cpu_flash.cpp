@@ -27,7 +27,9 @@
 // Dropout (docs/design.md §2.3) is regenerated from the RNG contract where it is needed.
 // Tile pairs that are wholly masked (visible_key_bound) are skipped; partial
 // ones are predicated per element. Tiles are problem.tile.block_q x block_k
-// (64 x 64 by default).
+// (64 x 64 by default). The tile products are BLAS GEMMs on the calling thread
+// (harness/blas.hpp); the exponentials, row maxima, dropout words and input
+// conversions are the vectorized loops of cpu_vector.hpp.
 //
 // Assumes: input buffers hold finite values over the whole padded grid; O, dQ,
 // dK, dV and LSE are fp32 buffers.
@@ -69,7 +71,9 @@ struct FlashTiles {
   float* row_sum;     // block_q: l_i
   float* row_lse;     // block_q: LSE_i
   float* row_d;       // block_q: D_i
-  float* row_update;  // d: dropout(P~) V_j of one row
+  float* row_carried; // block_q: l_i e^(m_i - m_new), the weight of the O_i carried over
+  float* row_weight;  // block_q: e^(m~ - m_new), the weight of the tile's update
+  float* update;      // block_q x d: dropout(P~) V_j
 
   static FlashTiles carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
     const std::int64_t d = p.head_dim;
@@ -89,7 +93,9 @@ struct FlashTiles {
     t.row_sum = carver.floats(shape.block_q);
     t.row_lse = carver.floats(shape.block_q);
     t.row_d = carver.floats(shape.block_q);
-    t.row_update = carver.floats(d);
+    t.row_carried = carver.floats(shape.block_q);
+    t.row_weight = carver.floats(shape.block_q);
+    t.update = carver.floats(shape.block_q * d);
     return t;
   }
 };
@@ -178,13 +184,8 @@ void update_output_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, s
   const std::int64_t d = c.p.head_dim;
   for (std::int64_t r = 0; r < rows; ++r) {
     float* p_row = c.t.scores + r * cols;
-    const float tile_max = *std::max_element(p_row, p_row + cols);
-    const float reference = exp_reference(tile_max);
-    float tile_sum = 0.0f;
-    for (std::int64_t k = 0; k < cols; ++k) {
-      p_row[k] = std::exp(p_row[k] - reference);
-      tile_sum += p_row[k];
-    }
+    const float tile_max = cpu_vector::maximum(p_row, cols);
+    const float tile_sum = cpu_vector::exp_shifted(p_row, cols, exp_reference(tile_max));
 
     SoftmaxRowState<float> state{c.t.row_max[r], c.t.row_sum[r]};
     const float old_sum = state.sum;
@@ -193,16 +194,21 @@ void update_output_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, s
     state.sum += tile_scale * tile_sum;                               // l_new
     c.t.row_max[r] = state.max;
     c.t.row_sum[r] = state.sum;
-    if (!(state.sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
-
-    apply_dropout(c.rng, c.b, h, i0 + r, 1, j0, cols, p_row);
-    std::fill(c.t.row_update, c.t.row_update + d, 0.0f);
-    accumulate_ab(p_row, c.t.value, 1, cols, d, 1.0f, c.t.row_update);
+    c.t.row_carried[r] = old_sum * old_scale;
+    c.t.row_weight[r] = tile_scale;
+  }
+  apply_dropout(c.rng, c.b, h, i0, rows, j0, cols, c.t.scores, cols);
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, cols, 1.0f, c.t.scores, cols, c.t.value, d, 0.0f,
+              c.t.update, d);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float sum = c.t.row_sum[r];
+    if (!(sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
+    const float carried = c.t.row_carried[r];
+    const float weight = c.t.row_weight[r];
     float* o_row = c.t.out + r * d;
-    const float carried = old_sum * old_scale;
-    for (std::int64_t x = 0; x < d; ++x) {
-      o_row[x] = (carried * o_row[x] + tile_scale * c.t.row_update[x]) / state.sum;
-    }
+    const float* update = c.t.update + r * d;
+#pragma omp simd
+    for (std::int64_t x = 0; x < d; ++x) o_row[x] = (carried * o_row[x] + weight * update[x]) / sum;
   }
 }
 
@@ -275,25 +281,25 @@ void backward_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::i
   }
   masked_scores(c, i0, rows, j0, cols, c.t.scores);
   for (std::int64_t r = 0; r < rows; ++r) {  // P = exp(S - LSE_i)
-    const float reference = exp_reference(c.t.row_lse[r]);
-    for (std::int64_t k = 0; k < cols; ++k) {
-      c.t.scores[r * cols + k] = std::exp(c.t.scores[r * cols + k] - reference);
-    }
+    cpu_vector::exp_shifted(c.t.scores + r * cols, cols, exp_reference(c.t.row_lse[r]));
   }
   dropout_factors(c.rng, c.b, h, i0, rows, j0, cols, c.t.factors);
 
+#pragma omp simd
   for (std::int64_t e = 0; e < n; ++e) c.t.d_scores[e] = c.t.scores[e] * c.t.factors[e];  // P~
-  accumulate_atb(c.t.d_scores, c.t.d_out, rows, cols, d, 1.0f, c.t.d_value);  // dV_j += P~^T dO_i
+  accumulate_atb(c.t.d_scores, cols, c.t.d_out, rows, cols, d, 1.0f, c.t.d_value);  // dV_j += P~^T dO_i
 
   multiply_abt(c.t.d_out, c.t.value, rows, cols, d, 1.0f, c.t.d_scores);  // dP~ = dO_i V_j^T
   for (std::int64_t r = 0; r < rows; ++r) {  // dS = P o (dP~ o Z/(1-p) - D_i)
+    const float row_d = c.t.row_d[r];
+#pragma omp simd
     for (std::int64_t k = 0; k < cols; ++k) {
       const std::int64_t e = r * cols + k;
-      c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - c.t.row_d[r]);
+      c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - row_d);
     }
   }
-  accumulate_ab(c.t.d_scores, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
-  accumulate_atb(c.t.d_scores, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
+  accumulate_ab(c.t.d_scores, cols, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
+  accumulate_atb(c.t.d_scores, cols, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
 }
 
 // Algorithm 4 (P recomputed from LSE) for kv head (b, hkv) and its query heads.
@@ -348,6 +354,10 @@ class CpuFlash final : public Implementation {
   std::string_view device() const override { return "cpu"; }
   std::string_view summary() const override {
     return "fused fp32 attention: tiled online softmax (Algorithms 2 and 4), configurable blocks";
+  }
+  Verdict availability() const override {
+    const std::string problem = blas::threading_problem();
+    return problem.empty() ? Verdict::yes() : Verdict::no(problem);
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }

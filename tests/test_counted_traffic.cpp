@@ -62,18 +62,19 @@ Bytes standard_forward(const Shape& s) {
 }
 
 // cpu.standard backward, per (b, kv head), for each of its G query heads:
-//   D:           read dO, O (e d + 4 d a row), write D (4)
-//   dP~ = dO V^T: read dO once, V once per Q block, write dP~ (4 Nq Nk)
-//   dS:          read P, dP~ (8 Nq Nk) and D (4 a row), write dS (4 Nq Nk)
-//   dV, dK:      each reads its tile (P or dS: 4 Nq Nk), dO or Q once per K block,
-//                the stored dV/dK tile after the first head (4 Nk d), writes 4 Nk d
-//   dQ:          reads dS (4 Nq Nk), K once per Q block, writes dQ (4 Nq d)
+//   per Q block: dO and O (e d + 4 d a row; D stays on chip); dP~ = dO V^T reads
+//                V once per Q block and writes dP~ (4 Nq Nk); dS reads P and dP~
+//                (8 Nq Nk) and writes dS (4 Nq Nk); dQ = tau dS K reads dS
+//                (4 Nq Nk) and K once per Q block, and writes dQ (4 Nq d)
+//   per K block: dV and dK each read their column panel (P or dS: 4 Nq Nk in
+//                all), dO or Q whole (e Nq d) and, after the first head, the
+//                stored dV/dK block (4 Nk d); each writes 4 Nk d
 Bytes standard_backward(const Shape& s) {
   const std::int64_t g = s.group();
-  const std::int64_t read = g * ((2 * s.e + 4) * s.nq * s.d + 2 * s.tq() * s.e * s.nk * s.d +
-                                 2 * s.tk() * s.e * s.nq * s.d + 20 * s.nq * s.nk + 4 * s.nq) +
+  const std::int64_t read = g * ((s.e + 4) * s.nq * s.d + 2 * s.tq() * s.e * s.nk * s.d +
+                                 2 * s.tk() * s.e * s.nq * s.d + 20 * s.nq * s.nk) +
                             (g - 1) * 8 * s.nk * s.d;
-  const std::int64_t write = g * (4 * s.nq + 8 * s.nq * s.nk + 8 * s.nk * s.d + 4 * s.nq * s.d);
+  const std::int64_t write = g * (8 * s.nq * s.nk + 8 * s.nk * s.d + 4 * s.nq * s.d);
   return {s.batch * s.kv_heads * read, s.batch * s.kv_heads * write};
 }
 

@@ -176,10 +176,6 @@ inline void apply_dropout(const DropoutRng& rng, std::int64_t b, std::int64_t h,
 inline void dropout_factors(const DropoutRng& rng, std::int64_t b, std::int64_t h,
                             std::int64_t row_begin, std::int64_t rows, std::int64_t key_begin,
                             std::int64_t cols, float* factors) {
-  if (!rng.enabled) {
-    std::fill(factors, factors + rows * cols, 1.0f);
-    return;
-  }
   for (std::int64_t r = 0; r < rows; ++r) {
     cpu_vector::dropout_factors(rng, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
                                 static_cast<std::uint32_t>(row_begin + r), key_begin, cols, factors + r * cols);

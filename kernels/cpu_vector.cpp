@@ -132,6 +132,10 @@ void load_floats(const void* data, ElementType type, std::size_t first, std::int
 
 void dropout_factors(const DropoutRng& rng, std::uint32_t b, std::uint32_t h, std::uint32_t row,
                      std::int64_t key_begin, std::int64_t count, float* factors) {
+  if (!rng.enabled) {
+    std::fill(factors, factors + count, 1.0f);
+    return;
+  }
   std::uint32_t words[4 * kLanes];
   std::int64_t c = 0;
   while (c < count) {

@@ -31,8 +31,9 @@ inline float exponential(float x) {
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2 = 0.6931471805599453;
   constexpr double kRoundingShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  // Below -150 the result rounds to 0 in fp32; clamping keeps 2^n a normal fp64 (and maps -inf to 0).
-  const double clamped = std::max(static_cast<double>(x), -150.0);
+  // Below -150 the result rounds to 0 in fp32 and above 100 to +inf; clamping
+  // keeps 2^n a normal fp64 (and maps -inf to 0).
+  const double clamped = std::min(std::max(static_cast<double>(x), -150.0), 100.0);
   const double shifted = clamped * kLog2e + kRoundingShift;
   const double n = shifted - kRoundingShift;  // round(x log2 e)
   const double r = clamped - n * kLn2;
@@ -61,7 +62,8 @@ void load_floats(const void* data, ElementType type, std::size_t first, std::int
 
 // factors[c] = Z/(1-p) of probability element (b, h, row, key_begin + c) for
 // c < count: the RNG contract's keep_scale where kept, 0 where dropped
-// (kernels/common/dropout.hpp), sixteen Philox blocks at a time.
+// (kernels/common/dropout.hpp), sixteen Philox blocks at a time; 1 everywhere,
+// with no RNG work, without dropout.
 void dropout_factors(const DropoutRng& rng, std::uint32_t b, std::uint32_t h, std::uint32_t row,
                      std::int64_t key_begin, std::int64_t count, float* factors);
 

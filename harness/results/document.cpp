@@ -220,6 +220,8 @@ void ResultsDocument::set_filter(const std::string& filter) {
   document_["filter"] = filter.empty() ? Json(nullptr) : Json(filter);
 }
 
+void ResultsDocument::set_blas(const Json& blas) { document_["tool"]["blas"] = blas; }
+
 namespace {
 
 // A devices entry without the clocks the run adds to it.

@@ -81,6 +81,8 @@ class ResultsDocument {
   // load averages, null where the OS does not say.
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
   void set_filter(const std::string& filter);  // "" for none (null)
+  // tool.blas: the BLAS library of the CPU implementations (harness/blas.hpp).
+  void set_blas(const nlohmann::ordered_json& blas);
   // Adds a devices entry unless one describes the same device (clocks aside).
   void add_device(const nlohmann::ordered_json& device);
   // The devices entry that `device` describes (clocks aside); null when none.

@@ -136,6 +136,20 @@ Json merged_scenarios(const std::vector<MergeInput>& inputs) {
   return scenarios;
 }
 
+// The CPU implementations' BLAS is part of a build's identity: records of two
+// do not mix (another git revision alone only earns a note).
+void check_blas(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const Json first = blas_identity(inputs.front().document);
+  const auto named = [](const Json& blas) { return blas.is_null() ? std::string("none recorded") : blas.get<std::string>(); };
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const Json blas = blas_identity(inputs[i].document);
+    if (blas == first) continue;
+    problems.push_back({inputs[i].path, "tool.blas",
+                        "was made with BLAS " + named(blas) + " but " + inputs.front().path + " with " + named(first) +
+                            ": records of two BLAS libraries do not mix"});
+  }
+}
+
 // Shard counts and indices; returns the missing shards of a sharded run.
 std::vector<std::string> check_shards(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
   const MergeInput* first_sharded = nullptr;
@@ -322,6 +336,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   if (inputs.empty()) throw InputError("merge: no input files");
   std::vector<Diagnostic> problems;
   if (!options.allow_mixed_scenarios) check_scenarios(inputs, problems);
+  check_blas(inputs, problems);
   const std::vector<std::string> missing_shards = check_shards(inputs, problems);
   check_records_belong(inputs, problems);
   check_duplicates(inputs, problems);

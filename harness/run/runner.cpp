@@ -12,6 +12,7 @@
 
 #include "harness/measure/accuracy.hpp"
 #include "harness/backend.hpp"
+#include "harness/blas.hpp"
 #include "harness/errors.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/format.hpp"
@@ -811,6 +812,7 @@ int run_scenarios(const RunOptions& options) {
   ResultsDocument document(options.command_line, threads);
   document.set_shard(options.shard);
   document.set_filter(options.filter);
+  document.set_blas(blas::library_json());
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
   document.set_scenarios(scenarios_json(plan));

@@ -1,0 +1,100 @@
+// The BLAS of the CPU implementations in a run's identity, end to end: a run
+// records it (tool.blas, schema-valid); `run --resume` refuses a file made with
+// another BLAS (exit 2, naming tool.blas, the file untouched), `merge` refuses
+// shards of two BLAS libraries, and `compare` judges them like any other pair.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_test_support.hpp"
+#include "harness/blas.hpp"
+
+namespace attnbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using namespace test;
+
+const char* kScenario = R"({
+  "name": "two", "description": "two small cases",
+  "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "direction": "fwd"},
+  "sweep": {"seqlen": [24, 40]},
+  "implementations": ["cpu.flash"],
+  "measure": {"cache": "hot", "warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 5,
+              "max_samples": 5, "min_seconds": 0, "max_seconds": 0.05}
+})";
+
+class CliBlasIdentity : public TempDirectoryTest {
+ protected:
+  void SetUp() override {
+    TempDirectoryTest::SetUp();
+    write("two.json", kScenario);
+  }
+  std::string part(int k) const { return path("part-" + std::to_string(k) + ".json").string(); }
+  // Runs shard k of 2 into part(k).
+  void run_shard(int k) const {
+    const CommandResult run = run_attnbench("run " + path("two.json").string() + " --threads 1 --shard " +
+                                            std::to_string(k) + "/2 -o " + part(k));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+  // Rewrites shard k as if another BLAS version had made it.
+  void give_other_blas(int k) const {
+    Json document = read_json(part(k));
+    document["tool"]["blas"]["version"] = "0.0.1";
+    write_json(part(k), document);
+  }
+};
+
+TEST_F(CliBlasIdentity, ARunRecordsTheLibraryItsCpuImplementationsUse) {
+  run_shard(1);
+  const Json document = read_json(part(1));
+  expect_results_schema_valid(document);
+  EXPECT_EQ(document["tool"]["blas"], blas::library_json());
+  EXPECT_EQ(document["tool"]["blas"]["name"], "OpenBLAS");
+}
+
+TEST_F(CliBlasIdentity, ResumeRefusesAFileOfAnotherBlas) {
+  run_shard(1);
+  give_other_blas(1);
+  const std::string before = read_text(part(1));
+  const CommandResult resume =
+      run_attnbench("run " + path("two.json").string() + " --threads 1 --shard 1/2 --resume -o " + part(1));
+  EXPECT_EQ(resume.exit_code, 2) << resume.output;
+  EXPECT_NE(resume.output.find("tool.blas: the run's CPU implementations used BLAS \"OpenBLAS 0.0.1\", this "
+                               "build's use \"" + blas::library().identity() + "\""),
+            std::string::npos)
+      << resume.output;
+  EXPECT_EQ(read_text(part(1)), before);
+}
+
+TEST_F(CliBlasIdentity, MergeRefusesShardsOfTwoBlasLibraries) {
+  run_shard(1);
+  run_shard(2);
+  const CommandResult same = run_attnbench("merge " + part(1) + " " + part(2) + " -o " + path("same.json").string());
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(read_json(path("same.json"))["tool"]["blas"], blas::library_json());
+
+  give_other_blas(2);
+  const CommandResult mixed = run_attnbench("merge " + part(1) + " " + part(2) + " -o " + path("mixed.json").string());
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_NE(mixed.output.find(part(2) + ": tool.blas: was made with BLAS OpenBLAS 0.0.1 but " + part(1) + " with " +
+                              blas::library().identity()),
+            std::string::npos)
+      << mixed.output;
+  EXPECT_FALSE(std::filesystem::exists(path("mixed.json")));
+}
+
+TEST_F(CliBlasIdentity, CompareJudgesFilesOfTwoBlasLibraries) {
+  run_shard(1);
+  std::filesystem::copy_file(part(1), path("other.json"));
+  Json other = read_json(path("other.json"));
+  other["tool"]["blas"]["version"] = "0.0.1";
+  write_json(path("other.json"), other);
+  const CommandResult compare = run_attnbench("compare " + part(1) + " " + path("other.json").string());
+  EXPECT_EQ(compare.exit_code, 0) << "the same samples under another BLAS are no regression\n" << compare.output;
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -286,6 +286,7 @@ class CpuStandard final : public Implementation {
     return problem.empty() ? Verdict::yes() : Verdict::no(problem);
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // S, P (and dP, dS) are fp32 arrays of the full padded grid.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {

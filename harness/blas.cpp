@@ -73,6 +73,13 @@ nlohmann::ordered_json library_json() {
           {"configuration", l.configuration}};
 }
 
+nlohmann::ordered_json buffers_outside_arena() {
+  return {{"library", library().identity()},
+          {"bytes", nullptr},
+          {"reason", "the library packs GEMM operands into buffers of its own, one per calling thread, mapped on "
+                     "first use and kept until the process ends; OpenBLAS does not report their size"}};
+}
+
 std::string threading_problem() {
   const Library& l = library();
   if (l.threading == "openmp" || l.threading == "none") return {};

@@ -47,6 +47,11 @@ const Library& library();
 // The results file's tool.blas: {"name", "version", "core", "threading", "configuration"}.
 nlohmann::ordered_json library_json();
 
+// What the CPU implementations report as memory outside the arena
+// (Implementation::memory_outside_arena): the library's packing buffers, whose
+// size OpenBLAS does not report.
+nlohmann::ordered_json buffers_outside_arena();
+
 // Empty when calls from the harness's parallel regions run on the calling
 // thread, as `sgemm` promises; otherwise why not (a build of the library with
 // its own thread pool).

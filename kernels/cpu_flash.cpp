@@ -360,6 +360,7 @@ class CpuFlash final : public Implementation {
     return problem.empty() ? Verdict::yes() : Verdict::no(problem);
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // Its loop order is the paper's Algorithm 1 (key tiles outer), with O, l, m
   // and dQ carried in its fp32 arrays between tiles.

@@ -47,12 +47,19 @@ class CliBlasIdentity : public TempDirectoryTest {
   }
 };
 
-TEST_F(CliBlasIdentity, ARunRecordsTheLibraryItsCpuImplementationsUse) {
+TEST_F(CliBlasIdentity, ARunRecordsTheLibraryAndItsBuffersOutsideTheArena) {
   run_shard(1);
   const Json document = read_json(part(1));
   expect_results_schema_valid(document);
   EXPECT_EQ(document["tool"]["blas"], blas::library_json());
   EXPECT_EQ(document["tool"]["blas"]["name"], "OpenBLAS");
+  const Json& memory = document["records"][0]["memory"];
+  EXPECT_EQ(memory["outside_arena"]["library"], blas::library().identity());
+  EXPECT_TRUE(memory["outside_arena"]["bytes"].is_null()) << "OpenBLAS does not say how large its buffers are";
+  EXPECT_EQ(memory["peak_bytes"].get<std::uint64_t>(),
+            memory["input_bytes"].get<std::uint64_t>() + memory["output_bytes"].get<std::uint64_t>() +
+                memory["workspace_bytes"].get<std::uint64_t>())
+      << "the arena holds exactly the buffers and the workspace";
 }
 
 TEST_F(CliBlasIdentity, ResumeRefusesAFileOfAnotherBlas) {

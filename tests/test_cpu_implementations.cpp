@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention_test_support.hpp"
+#include "harness/blas.hpp"
 
 namespace attnbench::test {
 namespace {
@@ -298,12 +299,14 @@ TEST(CpuImplementationsRegistry, DeclareTheirRoles) {
   const ExecutionContext context{3, &traffic};
 
   Implementation& reference = implementation("cpu.reference");
+  EXPECT_TRUE(reference.memory_outside_arena().is_null()) << "the oracle calls no library";
   EXPECT_TRUE(reference.is_oracle());
   EXPECT_FALSE(reference.counts_traffic());
   EXPECT_EQ(reference.output_type(p), ElementType::f64);
   EXPECT_EQ(reference.device(), "cpu");
 
   Implementation& standard = implementation("cpu.standard");
+  EXPECT_EQ(standard.memory_outside_arena()["library"], blas::library().identity());
   EXPECT_FALSE(standard.is_oracle());
   EXPECT_TRUE(standard.counts_traffic());
   EXPECT_EQ(standard.output_type(p), ElementType::f32);
@@ -311,6 +314,7 @@ TEST(CpuImplementationsRegistry, DeclareTheirRoles) {
   EXPECT_EQ(standard.device(), "cpu");
 
   Implementation& flash = implementation("cpu.flash");
+  EXPECT_EQ(flash.memory_outside_arena()["library"], blas::library().identity());
   EXPECT_FALSE(flash.is_oracle());
   EXPECT_TRUE(flash.counts_traffic());
   EXPECT_EQ(flash.output_type(p), ElementType::f32);

@@ -385,6 +385,8 @@ class ScenarioRunner {
                             {"output_bytes", memory.outputs},
                             {"workspace_bytes", memory.workspace},
                             {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    const Json outside_arena = implementation.memory_outside_arena();
+    if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
 
     Json& traffic = record["traffic"];

@@ -141,8 +141,9 @@ void softmax_rows(const HeadContext& c, std::int64_t i0, std::int64_t rows, floa
     if (visible.empty()) {
       std::fill(row, row + p.seqlen_k, 0.0f);
     } else {
-      const float row_max = cpu_vector::maximum(row + visible.begin, visible.size());
-      const float sum = cpu_vector::exp_shifted(row + visible.begin, visible.size(), row_max);
+      float row_max, sum;
+      cpu_vector::row_maxima(row + visible.begin, 1, visible.size(), visible.size(), &row_max);
+      cpu_vector::exp_shifted(row + visible.begin, 1, visible.size(), visible.size(), &row_max, &sum);
       std::fill(row, row + visible.begin, 0.0f);
       std::fill(row + visible.end, row + p.seqlen_k, 0.0f);
       for (std::int64_t j = visible.begin; j < visible.end; ++j) row[j] /= sum;

@@ -71,6 +71,9 @@ struct FlashTiles {
   float* row_sum;     // block_q: l_i
   float* row_lse;     // block_q: LSE_i
   float* row_d;       // block_q: D_i
+  float* row_tile_max; // block_q: m~, the row maxima of a tile of scores
+  float* row_shift;   // block_q: what a row's scores are exponentiated relative to
+  float* row_tile_sum; // block_q: l~, the row sums of a tile's exponentials
   float* row_carried; // block_q: l_i e^(m_i - m_new), the weight of the O_i carried over
   float* row_weight;  // block_q: e^(m~ - m_new), the weight of the tile's update
   float* update;      // block_q x d: dropout(P~) V_j
@@ -93,6 +96,9 @@ struct FlashTiles {
     t.row_sum = carver.floats(shape.block_q);
     t.row_lse = carver.floats(shape.block_q);
     t.row_d = carver.floats(shape.block_q);
+    t.row_tile_max = carver.floats(shape.block_q);
+    t.row_shift = carver.floats(shape.block_q);
+    t.row_tile_sum = carver.floats(shape.block_q);
     t.row_carried = carver.floats(shape.block_q);
     t.row_weight = carver.floats(shape.block_q);
     t.update = carver.floats(shape.block_q * d);
@@ -182,11 +188,12 @@ void initialise_state(const HeadContext& c, const HeadSlice& out, float* row_max
 void update_output_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::int64_t rows,
                         std::int64_t j0, std::int64_t cols) {
   const std::int64_t d = c.p.head_dim;
+  cpu_vector::row_maxima(c.t.scores, rows, cols, cols, c.t.row_tile_max);
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_tile_max[r]);
+  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, c.t.row_tile_sum);
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* p_row = c.t.scores + r * cols;
-    const float tile_max = cpu_vector::maximum(p_row, cols);
-    const float tile_sum = cpu_vector::exp_shifted(p_row, cols, exp_reference(tile_max));
-
+    const float tile_max = c.t.row_tile_max[r];
+    const float tile_sum = c.t.row_tile_sum[r];
     SoftmaxRowState<float> state{c.t.row_max[r], c.t.row_sum[r]};
     const float old_sum = state.sum;
     const float old_scale = online_softmax_advance(state, tile_max);  // e^(m_i - m_new)
@@ -280,9 +287,8 @@ void backward_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::i
     c.t.row_d[r] = dot(c.t.d_out + r * d, c.t.out + r * d, d);  // D_i
   }
   masked_scores(c, i0, rows, j0, cols, c.t.scores);
-  for (std::int64_t r = 0; r < rows; ++r) {  // P = exp(S - LSE_i)
-    cpu_vector::exp_shifted(c.t.scores + r * cols, cols, exp_reference(c.t.row_lse[r]));
-  }
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_lse[r]);
+  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, nullptr);  // P = exp(S - LSE_i)
   dropout_factors(c.rng, c.b, h, i0, rows, j0, cols, c.t.factors);
 
 #pragma omp simd

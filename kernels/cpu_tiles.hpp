@@ -97,11 +97,8 @@ inline std::int64_t row_bytes(const HeadSlice& full) {
 // Rows [row_begin, row_begin + rows) of one head of a tensor -> dense rows x d tile.
 inline void load_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows, float* tile,
                       TrafficSlot& traffic) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    cpu_vector::load_floats(full.buffer->data, full.buffer->type,
-                            static_cast<std::size_t>(full.index(row_begin + r, 0)), full.head_dim,
-                            tile + r * full.head_dim);
-  }
+  cpu_vector::load_floats(full.buffer->data, full.buffer->type, static_cast<std::size_t>(full.index(row_begin, 0)),
+                          full.strides.seq, rows, full.head_dim, tile);
   traffic.read(rows * row_bytes(full));
 }
 

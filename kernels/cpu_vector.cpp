@@ -28,21 +28,30 @@ inline float half_bits_to_float(std::uint16_t half) {
 }
 
 ATTNBENCH_VECTOR_VERSIONS
-void halves_to_floats(const std::uint16_t* in, std::int64_t count, float* out) {
+void halves_to_floats(const std::uint16_t* in, std::int64_t stride, std::int64_t rows, std::int64_t cols, float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < count; ++i) out[i] = half_bits_to_float(in[i]);
+    for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = half_bits_to_float(in[r * stride + c]);
+  }
 }
 
 ATTNBENCH_VECTOR_VERSIONS
-void bfloat16s_to_floats(const std::uint16_t* in, std::int64_t count, float* out) {
+void bfloat16s_to_floats(const std::uint16_t* in, std::int64_t stride, std::int64_t rows, std::int64_t cols,
+                         float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < count; ++i) out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(in[i]) << 16);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      out[r * cols + c] = std::bit_cast<float>(static_cast<std::uint32_t>(in[r * stride + c]) << 16);
+    }
+  }
 }
 
 ATTNBENCH_VECTOR_VERSIONS
-void doubles_to_floats(const double* in, std::int64_t count, float* out) {
+void doubles_to_floats(const double* in, std::int64_t stride, std::int64_t rows, std::int64_t cols, float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(in[i]);
+    for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(in[r * stride + c]);
+  }
 }
 
 // words[4 * lane + w] = word w of the dropout block of key group
@@ -95,37 +104,49 @@ void factors_from_words(const std::uint32_t* words, std::int64_t count, std::uin
 }  // namespace
 
 ATTNBENCH_VECTOR_VERSIONS
-float exp_shifted(float* x, std::int64_t count, float shift) {
-  float sum = 0.0f;
+void exp_shifted(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* shifts,
+                 float* sums) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    const float shift = shifts[r];
+    float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (std::int64_t i = 0; i < count; ++i) {
-    x[i] = exponential(x[i] - shift);
-    sum += x[i];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      row[c] = exponential(row[c] - shift);
+      sum += row[c];
+    }
+    if (sums != nullptr) sums[r] = sum;
   }
-  return sum;
 }
 
 ATTNBENCH_VECTOR_VERSIONS
-float maximum(const float* x, std::int64_t count) {
-  float largest = -std::numeric_limits<float>::infinity();
+void row_maxima(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* maxima) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * ld;
+    float largest = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : largest)
-  for (std::int64_t i = 0; i < count; ++i) largest = std::max(largest, x[i]);
-  return largest;
+    for (std::int64_t c = 0; c < cols; ++c) largest = std::max(largest, row[c]);
+    maxima[r] = largest;
+  }
 }
 
-void load_floats(const void* data, ElementType type, std::size_t first, std::int64_t count, float* out) {
+void load_floats(const void* data, ElementType type, std::size_t first, std::int64_t stride, std::int64_t rows,
+                 std::int64_t cols, float* out) {
   switch (type) {
     case ElementType::f16:
-      halves_to_floats(static_cast<const std::uint16_t*>(data) + first, count, out);
+      halves_to_floats(static_cast<const std::uint16_t*>(data) + first, stride, rows, cols, out);
       return;
     case ElementType::bf16:
-      bfloat16s_to_floats(static_cast<const std::uint16_t*>(data) + first, count, out);
+      bfloat16s_to_floats(static_cast<const std::uint16_t*>(data) + first, stride, rows, cols, out);
       return;
     case ElementType::f32:
-      std::memcpy(out, static_cast<const float*>(data) + first, static_cast<std::size_t>(count) * sizeof(float));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = static_cast<const float*>(data) + first + r * stride;
+        std::copy(row, row + cols, out + r * cols);
+      }
       return;
     case ElementType::f64:
-      doubles_to_floats(static_cast<const double*>(data) + first, count, out);
+      doubles_to_floats(static_cast<const double*>(data) + first, stride, rows, cols, out);
       return;
   }
 }

@@ -50,15 +50,22 @@ inline float exponential(float x) {
   return static_cast<float>(e_r * std::bit_cast<double>(exponent));
 }
 
-// x[i] = e^(x[i] - shift) for i < count; returns the sum of the results.
-float exp_shifted(float* x, std::int64_t count, float shift);
+// Each function works on `rows` rows of `cols` elements, row r starting at
+// element r * ld, so that one call covers a tile.
 
-// The largest of x[0..count) (-inf for count 0).
-float maximum(const float* x, std::int64_t count);
+// x[r][c] = e^(x[r][c] - shifts[r]); sums[r] = the sum of row r's results
+// (sums may be null).
+void exp_shifted(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* shifts,
+                 float* sums);
 
-// out[i] = element `first + i` of a buffer of `type`, as fp32, for i < count
-// (fp16 and bf16 exactly, fp64 rounded to nearest).
-void load_floats(const void* data, ElementType type, std::size_t first, std::int64_t count, float* out);
+// maxima[r] = the largest element of row r (-inf for cols 0).
+void row_maxima(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* maxima);
+
+// out[r * cols + c] = element first + r * stride + c of a buffer of `type`, as
+// fp32 (fp16 and bf16 exactly, fp64 rounded to nearest): rows of a tensor into
+// a dense tile.
+void load_floats(const void* data, ElementType type, std::size_t first, std::int64_t stride, std::int64_t rows,
+                 std::int64_t cols, float* out);
 
 // factors[c] = Z/(1-p) of probability element (b, h, row, key_begin + c) for
 // c < count: the RNG contract's keep_scale where kept, 0 where dropped

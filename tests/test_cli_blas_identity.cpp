@@ -1,5 +1,6 @@
-// The BLAS of the CPU implementations in a run's identity, end to end: a run
-// records it (tool.blas, schema-valid); `run --resume` refuses a file made with
+// The BLAS of the CPU implementations in a run's identity, end to end: `info`
+// names it, a run records it (tool.blas, schema-valid, and its buffers as
+// memory outside the arena); `run --resume` refuses a file made with
 // another BLAS (exit 2, naming tool.blas, the file untouched), `merge` refuses
 // shards of two BLAS libraries, and `compare` judges them like any other pair.
 #include <gtest/gtest.h>
@@ -60,6 +61,18 @@ TEST_F(CliBlasIdentity, ARunRecordsTheLibraryAndItsBuffersOutsideTheArena) {
             memory["input_bytes"].get<std::uint64_t>() + memory["output_bytes"].get<std::uint64_t>() +
                 memory["workspace_bytes"].get<std::uint64_t>())
       << "the arena holds exactly the buffers and the workspace";
+}
+
+TEST_F(CliBlasIdentity, InfoNamesTheLibrary) {
+  const CommandResult text = run_attnbench("info");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  const blas::Library& library = blas::library();
+  EXPECT_NE(text.output.find("BLAS: " + library.identity() + " (" + library.core + " kernels, openmp threads)"),
+            std::string::npos)
+      << text.output;
+  const CommandResult json = run_attnbench("info --json", Capture::stdout_only);
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_EQ(Json::parse(json.output)["tool"]["blas"], blas::library_json());
 }
 
 TEST_F(CliBlasIdentity, ResumeRefusesAFileOfAnotherBlas) {

@@ -125,7 +125,7 @@ void row_maxima(const float* x, std::int64_t rows, std::int64_t cols, std::int64
     const float* row = x + r * ld;
     float largest = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : largest)
-    for (std::int64_t c = 0; c < cols; ++c) largest = std::max(largest, row[c]);
+    for (std::int64_t c = 0; c < cols; ++c) largest = row[c] > largest ? row[c] : largest;
     maxima[r] = largest;
   }
 }

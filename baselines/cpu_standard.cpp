@@ -3,29 +3,33 @@
 // score and probability matrices of every head to full-size arrays (the "HBM"
 // of the paper's model), as a cuBLAS GEMM -> softmax -> GEMM pipeline does, and
 // counts every byte it moves between those arrays and its tile buffers. Its
-// matrix products are BLAS GEMMs (harness/blas.hpp), each on one thread, over
-// a block of query rows (or key rows) against a whole head.
+// matrix products are BLAS GEMMs (harness/blas.hpp), each on one thread, of a
+// block of query rows (or a panel of key columns) against a whole head: the
+// inputs are loaded once per head into fp32 operand buffers, and a GEMM counts
+// each full-size array it reads or writes (S, P, dP, dS, O, dQ, dK, dV) once,
+// as the paper's model counts a matrix product.
 //
-// Forward, in parallel over (b, h, Q block of block_q rows), blocks independent:
-//   1. load the Q block and the head's K (fp32 tiles); S_i = tau Q_i K^T over
-//      the whole padded key range, masked pairs included, written by the GEMM
-//      into the block's rows of the P array;
+// Forward: K and V of every (b, kv head) are loaded once; then, in parallel
+// over (b, h, Q block of block_q rows), blocks independent:
+//   1. load the Q block; S_i = tau Q_i K^T over the whole padded key range,
+//      masked pairs included, written by the GEMM into the block's rows of the
+//      P array;
 //   2. softmax, row by row: read the S row, apply the mask, write the row of P
 //      (un-dropped; kept in the workspace for the backward) and LSE;
 //   3. O_i = dropout(P_i) V: the GEMM reads the P rows (through a tile that
-//      takes the dropout factors when there is dropout) and the head's V, and
-//      the O block is written once.
+//      takes the dropout factors when there is dropout) and V, and writes O_i.
 // Backward, one (b, h) at a time, the query heads of a kv head in sequence (dK
-// and dV accumulate over them), each in two phases, the blocks of a phase in
-// parallel:
+// and dV accumulate over them): Q and dO of the head (and K, V of its kv head,
+// at the group's first head) are loaded once; then two phases, the blocks of a
+// phase in parallel:
 //   A. per Q block: D_i = rowsum(dO_i o O_i) on chip; dP~_i = dO_i V^T written
 //      in full (as step 1); dS = P o (dP~ o Z/(1-p) - D), row by row, in place;
 //      dQ_i = tau dS_i K written once;
 //   B. per K block of block_k keys: dV_j += P~_{:,j}^T dO and dK_j +=
 //      tau dS_{:,j}^T Q over all query rows at once (from the stored dV_j and
 //      dK_j after the group's first head), written once.
-// Every task runs its GEMMs on its own thread, so the result does not depend
-// on the thread count, bit for bit.
+// Every block is one task whose GEMMs run on its thread, so the result does not
+// depend on the thread count, bit for bit.
 //
 // Assumes: input buffers hold finite values over the whole padded grid (masked
 // products are computed and then multiplied by 0); O, dQ, dK, dV and LSE are
@@ -36,6 +40,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "harness/host_tensor.hpp"
 #include "harness/implementation.hpp"
@@ -52,19 +57,15 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 // One thread's tile buffers.
 struct StandardTiles {
-  float* rows;          // block_q x d: a Q, dO or O block
-  float* other_rows;    // block_q x d: O beside dO (backward)
-  float* head;          // max(Nq, Nk) x d: the head's K or V (forward), V, K, dO or Q (backward)
-  float* probabilities; // max(block_q x Nk, Nq x block_k): P~ rows or a column panel of P~ (dropout)
-  float* result;        // max(block_q, block_k) x d: an O, dQ, dK or dV block
-  float* row_d;         // block_q: D
+  float* rows;           // block_q x d: a Q block, or O beside dO (backward)
+  float* probabilities;  // max(block_q x Nk, Nq x block_k): P~ rows or a column panel of P~ (dropout only)
+  float* result;         // max(block_q, block_k) x d: an O, dQ, dK or dV block
+  float* row_d;          // block_q: D
 
   static StandardTiles carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
     const std::int64_t d = p.head_dim;
     StandardTiles t{};
     t.rows = carver.floats(shape.block_q * d);
-    t.other_rows = carver.floats(shape.block_q * d);
-    t.head = carver.floats(std::max(p.seqlen_q, p.seqlen_k) * d);
     t.probabilities = carver.floats(p.dropout.probability > 0.0
                                         ? std::max(shape.block_q * p.seqlen_k, p.seqlen_q * shape.block_k)
                                         : 0);
@@ -74,12 +75,41 @@ struct StandardTiles {
   }
 };
 
+// The GEMMs' fp32 operands, each loaded once from the inputs: the forward's K
+// and V of every (b, kv head), [B, kv_heads, Nk, d] each; the backward's K and
+// V of its kv head and Q and dO of its query head.
+struct Operands {
+  float* key;
+  float* value;
+  float* query;
+  float* d_out;
+
+  static std::size_t floats(const Problem& p) {
+    const std::int64_t forward = 2 * p.batch * p.kv_heads * p.seqlen_k * p.head_dim;
+    const std::int64_t backward = 2 * (p.seqlen_k + p.seqlen_q) * p.head_dim;
+    return static_cast<std::size_t>(std::max(forward, backward));
+  }
+  static Operands forward_of(const Problem& p, float* base) {
+    const std::int64_t heads = p.batch * p.kv_heads * p.seqlen_k * p.head_dim;
+    return Operands{base, base + heads, nullptr, nullptr};
+  }
+  static Operands backward_of(const Problem& p, float* base) {
+    const std::int64_t keys = p.seqlen_k * p.head_dim;
+    return Operands{base, base + keys, base + 2 * keys, base + 2 * keys + p.seqlen_q * p.head_dim};
+  }
+  // The forward's K or V of (b, hkv).
+  static float* of_head(const Problem& p, float* all, std::int64_t b, std::int64_t hkv) {
+    return all + (b * p.kv_heads + hkv) * p.seqlen_k * p.head_dim;
+  }
+};
+
 // Workspace: P of every head, [B, H, Nq, Nk] fp32, kept from forward to backward;
 // the score gradients of the head the backward is on (dP~, then dS), Nq x Nk;
-// then one StandardTiles per thread.
+// the operands; then one StandardTiles per thread.
 struct StandardWorkspace {
   float* probabilities;
   float* score_gradients;
+  float* operands;
   std::byte* tiles;
   std::size_t tile_bytes;
 
@@ -90,19 +120,25 @@ struct StandardWorkspace {
   static std::size_t score_gradient_bytes(const Problem& p) {
     return WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
   }
+  static std::size_t operand_bytes(const Problem& p) {
+    return WorkspaceCarver::round_up(Operands::floats(p) * sizeof(float));
+  }
   static std::size_t tile_bytes_for(const Problem& p) {
     WorkspaceCarver measure;
     StandardTiles::carve(p, tile_shape(p), measure);
     return measure.used();
   }
   static std::size_t bytes(const Problem& p, int threads) {
-    return probabilities_bytes(p) + score_gradient_bytes(p) + static_cast<std::size_t>(threads) * tile_bytes_for(p);
+    return probabilities_bytes(p) + score_gradient_bytes(p) + operand_bytes(p) +
+           static_cast<std::size_t>(threads) * tile_bytes_for(p);
   }
   static StandardWorkspace of(const Problem& p, const TensorBuffer& workspace) {
     auto* base = static_cast<std::byte*>(workspace.data);
     const std::size_t gradients = probabilities_bytes(p);
+    const std::size_t operands = gradients + score_gradient_bytes(p);
+    const std::size_t tiles = operands + operand_bytes(p);
     return StandardWorkspace{reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + gradients),
-                             base + gradients + score_gradient_bytes(p), tile_bytes_for(p)};
+                             reinterpret_cast<float*>(base + operands), base + tiles, tile_bytes_for(p)};
   }
   float* head_probabilities(const Problem& p, std::int64_t b, std::int64_t h) const {
     return probabilities + (b * p.heads + h) * p.seqlen_q * p.seqlen_k;
@@ -121,6 +157,7 @@ struct HeadContext {
   std::int64_t b;
   std::int64_t h;
   const StandardTiles& t;
+  const Operands& operands;  // K, V (and Q, dO in the backward) of this head
   TrafficSlot& traffic;
 
   std::int64_t rows_at(std::int64_t i0) const { return std::min(shape.block_q, p.seqlen_q - i0); }
@@ -175,20 +212,18 @@ void forward_block(const HeadContext& c, const AttentionBuffers& buffers, std::i
   const std::int64_t d = p.head_dim;
   const std::int64_t nk = p.seqlen_k;
   const std::int64_t rows = c.rows_at(i0);
-  const std::int64_t hkv = p.kv_head_of(c.h);
 
   load_rows(query_slice(p, buffers.q, c.b, c.h), i0, rows, c.t.rows, c.traffic);
-  load_rows(key_slice(p, buffers.k, c.b, hkv), 0, nk, c.t.head, c.traffic);
   float* scores = probabilities + i0 * nk;
   blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, static_cast<float>(p.softmax_scale()), c.t.rows,
-              d, c.t.head, d, 0.0f, scores, nk);
+              d, c.operands.key, d, 0.0f, scores, nk);
   c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
 
   softmax_rows(c, i0, rows, probabilities, static_cast<float*>(buffers.lse.data) + lse_index(p, c.b, c.h, 0));
 
   const float* dropped = dropped_probability_rows(c, probabilities, i0, rows);
-  load_rows(key_slice(p, buffers.v, c.b, hkv), 0, nk, c.t.head, c.traffic);
-  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, 1.0f, dropped, nk, c.t.head, d, 0.0f, c.t.result, d);
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, 1.0f, dropped, nk, c.operands.value, d, 0.0f,
+              c.t.result, d);
   store_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.result, c.traffic);
 }
 
@@ -199,25 +234,25 @@ void score_gradient_block(const HeadContext& c, const AttentionBuffers& buffers,
   const std::int64_t d = p.head_dim;
   const std::int64_t nk = p.seqlen_k;
   const std::int64_t rows = c.rows_at(i0);
-  const std::int64_t hkv = p.kv_head_of(c.h);
+  const float* d_out = c.operands.d_out + i0 * d;
 
-  load_rows(query_slice(p, buffers.d_out, c.b, c.h), i0, rows, c.t.rows, c.traffic);
-  load_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.other_rows, c.traffic);
-  for (std::int64_t r = 0; r < rows; ++r) c.t.row_d[r] = dot(c.t.rows + r * d, c.t.other_rows + r * d, d);
+  load_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.rows, c.traffic);
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_d[r] = dot(d_out + r * d, c.t.rows + r * d, d);
 
-  load_rows(key_slice(p, buffers.v, c.b, hkv), 0, nk, c.t.head, c.traffic);
   float* d_scores = score_gradients + i0 * nk;
-  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, 1.0f, c.t.rows, d, c.t.head, d, 0.0f, d_scores, nk);
+  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, 1.0f, d_out, d, c.operands.value, d, 0.0f,
+              d_scores, nk);
   c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
 
   // dS = P o (dP~ o Z/(1-p) - D), row by row, over dP~ in place.
-  float factors[256];
+  constexpr std::int64_t kChunk = 256;
+  float factors[kChunk];
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* p_row = probabilities + (i0 + r) * nk;
     float* ds_row = d_scores + r * nk;
     c.traffic.read(2 * nk * static_cast<std::int64_t>(sizeof(float)));
-    for (std::int64_t j0 = 0; j0 < nk; j0 += 256) {
-      const std::int64_t count = std::min<std::int64_t>(256, nk - j0);
+    for (std::int64_t j0 = 0; j0 < nk; j0 += kChunk) {
+      const std::int64_t count = std::min(kChunk, nk - j0);
       dropout_factors(c.rng, c.b, c.h, i0 + r, 1, j0, count, factors);
       for (std::int64_t j = 0; j < count; ++j) {
         ds_row[j0 + j] = p_row[j0 + j] * (ds_row[j0 + j] * factors[j] - c.t.row_d[r]);
@@ -226,27 +261,24 @@ void score_gradient_block(const HeadContext& c, const AttentionBuffers& buffers,
     c.traffic.write(nk * static_cast<std::int64_t>(sizeof(float)));
   }
 
-  load_rows(key_slice(p, buffers.k, c.b, hkv), 0, nk, c.t.head, c.traffic);
   c.traffic.read(rows * nk * static_cast<std::int64_t>(sizeof(float)));
   blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, static_cast<float>(p.softmax_scale()), d_scores, nk,
-              c.t.head, d, 0.0f, c.t.result, d);
+              c.operands.key, d, 0.0f, c.t.result, d);
   store_rows(query_slice(p, buffers.d_q, c.b, c.h), i0, rows, c.t.result, c.traffic);
 }
 
 // out_j (key-side block j0) (+)= alpha * columns^T A, with `columns` the
-// block's Nq x cols column panel (row stride ld) of an Nq x Nk array and A the
-// Nq rows of a query-side tensor: dV_j += P~_{:,j}^T dO and dK_j +=
-// tau dS_{:,j}^T Q. With `accumulate` false the sum starts from zero instead of
-// the stored block.
+// block's Nq x cols column panel (row stride ld) of an Nq x Nk array and A an
+// Nq x d operand: dV_j += P~_{:,j}^T dO and dK_j += tau dS_{:,j}^T Q. With
+// `accumulate` false the sum starts from zero instead of the stored block.
 void key_gradient_block(const HeadContext& c, std::int64_t j0, const float* columns, std::int64_t ld,
-                        const HeadSlice& a, float alpha, const HeadSlice& out, bool accumulate) {
+                        const float* a, float alpha, const HeadSlice& out, bool accumulate) {
   const Problem& p = c.p;
   const std::int64_t d = p.head_dim;
   const std::int64_t cols = c.cols_at(j0);
   if (accumulate) load_rows(out, j0, cols, c.t.result, c.traffic);
-  load_rows(a, 0, p.seqlen_q, c.t.head, c.traffic);
   c.traffic.read(p.seqlen_q * cols * static_cast<std::int64_t>(sizeof(float)));
-  blas::sgemm(blas::Op::transpose, blas::Op::none, cols, d, p.seqlen_q, alpha, columns, ld, c.t.head, d,
+  blas::sgemm(blas::Op::transpose, blas::Op::none, cols, d, p.seqlen_q, alpha, columns, ld, a, d,
               accumulate ? 1.0f : 0.0f, c.t.result, d);
   store_rows(out, j0, cols, c.t.result, c.traffic);
 }
@@ -269,10 +301,23 @@ void key_gradients(const HeadContext& c, const AttentionBuffers& buffers, std::i
     dropped = c.t.probabilities;
     ld = cols;
   }
-  key_gradient_block(c, j0, dropped, ld, query_slice(p, buffers.d_out, c.b, c.h), 1.0f,
-                     key_slice(p, buffers.d_v, c.b, hkv), accumulate);
-  key_gradient_block(c, j0, score_gradients + j0, nk, query_slice(p, buffers.q, c.b, c.h),
-                     static_cast<float>(p.softmax_scale()), key_slice(p, buffers.d_k, c.b, hkv), accumulate);
+  key_gradient_block(c, j0, dropped, ld, c.operands.d_out, 1.0f, key_slice(p, buffers.d_v, c.b, hkv), accumulate);
+  key_gradient_block(c, j0, score_gradients + j0, nk, c.operands.query, static_cast<float>(p.softmax_scale()),
+                     key_slice(p, buffers.d_k, c.b, hkv), accumulate);
+}
+
+// One head of an input tensor to load into an fp32 operand buffer.
+struct OperandLoad {
+  HeadSlice from;
+  std::int64_t rows;
+  float* into;
+};
+
+// The loads, one task each across the team (an orphaned worksharing loop: the
+// whole team calls it; its barrier ends it).
+void load_operands(const std::vector<OperandLoad>& loads, TrafficSlot& traffic) {
+#pragma omp for schedule(dynamic)
+  for (std::size_t i = 0; i < loads.size(); ++i) load_rows(loads[i].from, 0, loads[i].rows, loads[i].into, traffic);
 }
 
 class CpuStandard final : public Implementation {
@@ -301,25 +346,40 @@ class CpuStandard final : public Implementation {
 
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
+    const Operands all = Operands::forward_of(p, workspace.operands);
+    std::vector<OperandLoad> loads;
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int64_t hkv = 0; hkv < p.kv_heads; ++hkv) {
+        loads.push_back({key_slice(p, buffers.k, b, hkv), p.seqlen_k, Operands::of_head(p, all.key, b, hkv)});
+        loads.push_back({key_slice(p, buffers.v, b, hkv), p.seqlen_k, Operands::of_head(p, all.value, b, hkv)});
+      }
+    }
     const DropoutRng rng = dropout_rng(p);
     const TileShape shape = tile_shape(p);
     const std::int64_t blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
-#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
-    for (std::int64_t task = 0; task < p.batch * p.heads * blocks; ++task) {
-      const std::int64_t head_task = task / blocks;
-      const std::int64_t b = head_task / p.heads;
-      const std::int64_t h = head_task % p.heads;
+#pragma omp parallel num_threads(context.thread_count())
+    {
       const StandardTiles tiles = workspace.thread_tiles(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      const HeadContext c{p, shape, rng, b, h, tiles, traffic};
-      forward_block(c, buffers, (task % blocks) * shape.block_q, workspace.head_probabilities(p, b, h));
+      load_operands(loads, traffic);
+#pragma omp for schedule(dynamic)
+      for (std::int64_t task = 0; task < p.batch * p.heads * blocks; ++task) {
+        const std::int64_t b = task / blocks / p.heads;
+        const std::int64_t h = task / blocks % p.heads;
+        const std::int64_t hkv = p.kv_head_of(h);
+        const Operands head{Operands::of_head(p, all.key, b, hkv), Operands::of_head(p, all.value, b, hkv), nullptr,
+                            nullptr};
+        const HeadContext c{p, shape, rng, b, h, tiles, head, traffic};
+        forward_block(c, buffers, (task % blocks) * shape.block_q, workspace.head_probabilities(p, b, h));
+      }
     }
   }
 
-  // The whole team works on one (b, query head) at a time: phase A over its Q
-  // blocks, then phase B over its K blocks.
+  // The whole team works on one (b, query head) at a time: its operands, then
+  // phase A over its Q blocks, then phase B over its K blocks.
   void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
+    const Operands operands = Operands::backward_of(p, workspace.operands);
     const DropoutRng rng = dropout_rng(p);
     const TileShape shape = tile_shape(p);
     const std::int64_t q_blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
@@ -330,7 +390,16 @@ class CpuStandard final : public Implementation {
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
       for (std::int64_t b = 0; b < p.batch; ++b) {
         for (std::int64_t h = 0; h < p.heads; ++h) {
-          const HeadContext c{p, shape, rng, b, h, tiles, traffic};
+          const std::int64_t hkv = p.kv_head_of(h);
+          const bool first_of_group = h % p.head_group() == 0;
+          std::vector<OperandLoad> loads{{query_slice(p, buffers.q, b, h), p.seqlen_q, operands.query},
+                                         {query_slice(p, buffers.d_out, b, h), p.seqlen_q, operands.d_out}};
+          if (first_of_group) {
+            loads.push_back({key_slice(p, buffers.k, b, hkv), p.seqlen_k, operands.key});
+            loads.push_back({key_slice(p, buffers.v, b, hkv), p.seqlen_k, operands.value});
+          }
+          load_operands(loads, traffic);
+          const HeadContext c{p, shape, rng, b, h, tiles, operands, traffic};
           const float* probabilities = workspace.head_probabilities(p, b, h);
 #pragma omp for schedule(dynamic)
           for (std::int64_t i = 0; i < q_blocks; ++i) {
@@ -338,8 +407,7 @@ class CpuStandard final : public Implementation {
           }
 #pragma omp for schedule(dynamic)
           for (std::int64_t j = 0; j < k_blocks; ++j) {
-            key_gradients(c, buffers, j * shape.block_k, probabilities, workspace.score_gradients,
-                          h % p.head_group() > 0);
+            key_gradients(c, buffers, j * shape.block_k, probabilities, workspace.score_gradients, !first_of_group);
           }
         }
       }

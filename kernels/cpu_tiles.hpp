@@ -102,6 +102,19 @@ inline void load_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_
   traffic.read(rows * row_bytes(full));
 }
 
+// Asks the CPU to start fetching rows [row_begin, row_begin + rows) of one head
+// of a tensor (clamped to the sequence) into its caches: a hint that moves and
+// counts nothing.
+inline void prefetch_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows, std::int64_t seqlen) {
+  constexpr std::int64_t kLine = 64;
+  const auto* data = static_cast<const char*>(full.buffer->data);
+  const std::int64_t element = static_cast<std::int64_t>(element_size(full.buffer->type));
+  for (std::int64_t r = row_begin; r < std::min(row_begin + rows, seqlen); ++r) {
+    const char* row = data + full.index(r, 0) * element;
+    for (std::int64_t byte = 0; byte < full.head_dim * element; byte += kLine) __builtin_prefetch(row + byte);
+  }
+}
+
 // Dense rows x d tile -> rows [row_begin, row_begin + rows) of one head of a tensor.
 inline void store_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows,
                        const float* tile, TrafficSlot& traffic) {

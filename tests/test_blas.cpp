@@ -1,21 +1,15 @@
 // The BLAS door (harness/blas.hpp): every transpose combination with padded
-// row strides against an fp64 product, beta = 0 ignoring NaN in C, the
-// library's self-description, and its threads: a call from a one-thread team
-// of the harness starts no thread of its own, sgemm_parallel uses the threads
-// it is given, and the harness's release of idle OpenMP workers ends them too.
+// row strides against an fp64 product, beta = 0 ignoring NaN in C, and the
+// library's self-description. Its threads are tested with the harness's own
+// (tests/test_session.cpp).
 #include "harness/blas.hpp"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
-#include <thread>
 #include <vector>
-
-#include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
 namespace {
@@ -81,67 +75,6 @@ TEST(Blas, TheLibraryDescribesItself) {
   EXPECT_EQ(json["name"], "OpenBLAS");
   EXPECT_EQ(json["version"], library.version);
   EXPECT_EQ(json["threading"], "openmp");
-}
-
-// Whether the process is down to `count` threads within two seconds.
-bool threads_become(int count) {
-  for (int wait = 0; wait < 200 && process_thread_count() != count; ++wait) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return process_thread_count() == count;
-}
-
-class BlasThreads : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (omp_get_num_procs() < 2) GTEST_SKIP() << "one CPU: the library has no second thread to start";
-    release_idle_openmp_threads();
-    ASSERT_TRUE(threads_become(1));
-  }
-  // Large enough that the library would split it over threads if it could.
-  static constexpr std::int64_t kSize = 256;
-  std::vector<float> a = std::vector<float>(kSize * kSize, 0.5f);
-  std::vector<float> b = std::vector<float>(kSize * kSize, 0.25f);
-  std::vector<float> c = std::vector<float>(kSize * kSize);
-};
-
-TEST_F(BlasThreads, ACallFromAOneThreadTeamRunsOnThatThread) {
-  int during = 0;
-#pragma omp parallel num_threads(1)
-  {
-    blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
-                c.data(), kSize);
-    during = process_thread_count();
-  }
-  EXPECT_EQ(during, 1);
-  EXPECT_EQ(process_thread_count(), 1);
-  EXPECT_FLOAT_EQ(c[0], 0.5f * 0.25f * kSize);
-}
-
-TEST_F(BlasThreads, CallsFromATeamRunOnItsThreadsOnly) {
-  int during = 0;
-#pragma omp parallel num_threads(2)
-  {
-    blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
-                c.data(), kSize);
-#pragma omp barrier
-#pragma omp single
-    during = process_thread_count();
-  }
-  EXPECT_EQ(during, 2);
-}
-
-TEST_F(BlasThreads, TheParallelCallUsesItsThreadsAndTheReleaseEndsThem) {
-  blas::sgemm_parallel(2, blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(),
-                       kSize, 0.0f, c.data(), kSize);
-  EXPECT_EQ(process_thread_count(), 2) << "the library's worker stays until released";
-  release_idle_openmp_threads();
-  EXPECT_TRUE(threads_become(1));
-  // And the one-thread setting is back for the next call.
-#pragma omp parallel num_threads(1)
-  blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
-              c.data(), kSize);
-  EXPECT_EQ(process_thread_count(), 1);
 }
 
 }  // namespace

@@ -18,18 +18,17 @@
 //      (un-dropped; kept in the workspace for the backward) and LSE;
 //   3. O_i = dropout(P_i) V: the GEMM reads the P rows (through a tile that
 //      takes the dropout factors when there is dropout) and V, and writes O_i.
-// Backward, one (b, h) at a time, the query heads of a kv head in sequence (dK
-// and dV accumulate over them): Q and dO of the head (and K, V of its kv head,
-// at the group's first head) are loaded once; then two phases, the blocks of a
-// phase in parallel:
+// Backward, in parallel over (b, kv head), the group's query heads in sequence
+// (dK and dV accumulate over them): K and V are loaded once per kv head, Q and
+// dO once per query head; then two phases:
 //   A. per Q block: D_i = rowsum(dO_i o O_i) on chip; dP~_i = dO_i V^T written
 //      in full (as step 1); dS = P o (dP~ o Z/(1-p) - D), row by row, in place;
 //      dQ_i = tau dS_i K written once;
 //   B. per K block of block_k keys: dV_j += P~_{:,j}^T dO and dK_j +=
 //      tau dS_{:,j}^T Q over all query rows at once (from the stored dV_j and
 //      dK_j after the group's first head), written once.
-// Every block is one task whose GEMMs run on its thread, so the result does not
-// depend on the thread count, bit for bit.
+// Every task (a forward block, a backward kv head) runs its GEMMs on its thread,
+// so the result does not depend on the thread count, bit for bit.
 //
 // Assumes: input buffers hold finite values over the whole padded grid (masked
 // products are computed and then multiplied by 0); O, dQ, dK, dV and LSE are
@@ -40,7 +39,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <vector>
 
 #include "harness/host_tensor.hpp"
 #include "harness/implementation.hpp"
@@ -76,19 +74,16 @@ struct StandardTiles {
 };
 
 // The GEMMs' fp32 operands, each loaded once from the inputs: the forward's K
-// and V of every (b, kv head), [B, kv_heads, Nk, d] each; the backward's K and
-// V of its kv head and Q and dO of its query head.
+// and V of every (b, kv head), [B, kv_heads, Nk, d] each; a backward task's K
+// and V of its kv head and Q and dO of its query head, one set per thread.
 struct Operands {
   float* key;
   float* value;
   float* query;
   float* d_out;
 
-  static std::size_t floats(const Problem& p) {
-    const std::int64_t forward = 2 * p.batch * p.kv_heads * p.seqlen_k * p.head_dim;
-    const std::int64_t backward = 2 * (p.seqlen_k + p.seqlen_q) * p.head_dim;
-    return static_cast<std::size_t>(std::max(forward, backward));
-  }
+  static std::int64_t forward_floats(const Problem& p) { return 2 * p.batch * p.kv_heads * p.seqlen_k * p.head_dim; }
+  static std::int64_t backward_floats(const Problem& p) { return 2 * (p.seqlen_k + p.seqlen_q) * p.head_dim; }
   static Operands forward_of(const Problem& p, float* base) {
     const std::int64_t heads = p.batch * p.kv_heads * p.seqlen_k * p.head_dim;
     return Operands{base, base + heads, nullptr, nullptr};
@@ -104,12 +99,13 @@ struct Operands {
 };
 
 // Workspace: P of every head, [B, H, Nq, Nk] fp32, kept from forward to backward;
-// the score gradients of the head the backward is on (dP~, then dS), Nq x Nk;
-// the operands; then one StandardTiles per thread.
+// the operands (the forward's, or one backward set per thread, whichever is
+// larger); when the direction has a backward, one Nq x Nk score-gradient array
+// (dP~, then dS) per thread; then one StandardTiles per thread.
 struct StandardWorkspace {
   float* probabilities;
-  float* score_gradients;
   float* operands;
+  float* score_gradients;
   std::byte* tiles;
   std::size_t tile_bytes;
 
@@ -117,11 +113,15 @@ struct StandardWorkspace {
     return WorkspaceCarver::round_up(
         static_cast<std::size_t>(p.batch * p.heads * p.seqlen_q * p.seqlen_k) * sizeof(float));
   }
-  static std::size_t score_gradient_bytes(const Problem& p) {
-    return WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
+  static std::size_t operand_bytes(const Problem& p, int threads) {
+    const std::int64_t backward = has_backward(p.direction) ? threads * Operands::backward_floats(p) : 0;
+    return WorkspaceCarver::round_up(
+        static_cast<std::size_t>(std::max(Operands::forward_floats(p), backward)) * sizeof(float));
   }
-  static std::size_t operand_bytes(const Problem& p) {
-    return WorkspaceCarver::round_up(Operands::floats(p) * sizeof(float));
+  static std::size_t score_gradient_bytes(const Problem& p, int threads) {
+    if (!has_backward(p.direction)) return 0;
+    return static_cast<std::size_t>(threads) *
+           WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
   }
   static std::size_t tile_bytes_for(const Problem& p) {
     WorkspaceCarver measure;
@@ -129,19 +129,28 @@ struct StandardWorkspace {
     return measure.used();
   }
   static std::size_t bytes(const Problem& p, int threads) {
-    return probabilities_bytes(p) + score_gradient_bytes(p) + operand_bytes(p) +
+    return probabilities_bytes(p) + operand_bytes(p, threads) + score_gradient_bytes(p, threads) +
            static_cast<std::size_t>(threads) * tile_bytes_for(p);
   }
-  static StandardWorkspace of(const Problem& p, const TensorBuffer& workspace) {
+  static StandardWorkspace of(const Problem& p, const TensorBuffer& workspace, int threads) {
     auto* base = static_cast<std::byte*>(workspace.data);
-    const std::size_t gradients = probabilities_bytes(p);
-    const std::size_t operands = gradients + score_gradient_bytes(p);
-    const std::size_t tiles = operands + operand_bytes(p);
-    return StandardWorkspace{reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + gradients),
-                             reinterpret_cast<float*>(base + operands), base + tiles, tile_bytes_for(p)};
+    const std::size_t operands = probabilities_bytes(p);
+    const std::size_t gradients = operands + operand_bytes(p, threads);
+    const std::size_t tiles = gradients + score_gradient_bytes(p, threads);
+    return StandardWorkspace{reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + operands),
+                             reinterpret_cast<float*>(base + gradients), base + tiles, tile_bytes_for(p)};
   }
   float* head_probabilities(const Problem& p, std::int64_t b, std::int64_t h) const {
     return probabilities + (b * p.heads + h) * p.seqlen_q * p.seqlen_k;
+  }
+  // The calling thread's backward operands and score-gradient array.
+  Operands thread_operands(const Problem& p) const {
+    return Operands::backward_of(p, operands + omp_get_thread_num() * Operands::backward_floats(p));
+  }
+  float* thread_score_gradients(const Problem& p) const {
+    const std::size_t per_thread =
+        WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
+    return score_gradients + static_cast<std::size_t>(omp_get_thread_num()) * per_thread / sizeof(float);
   }
   StandardTiles thread_tiles(const Problem& p) const {
     WorkspaceCarver carver(tiles + static_cast<std::size_t>(omp_get_thread_num()) * tile_bytes);
@@ -306,18 +315,19 @@ void key_gradients(const HeadContext& c, const AttentionBuffers& buffers, std::i
                      key_slice(p, buffers.d_k, c.b, hkv), accumulate);
 }
 
-// One head of an input tensor to load into an fp32 operand buffer.
-struct OperandLoad {
-  HeadSlice from;
-  std::int64_t rows;
-  float* into;
-};
-
-// The loads, one task each across the team (an orphaned worksharing loop: the
-// whole team calls it; its barrier ends it).
-void load_operands(const std::vector<OperandLoad>& loads, TrafficSlot& traffic) {
+// K and V of every (b, kv head) into the forward's operands, one task each
+// across the team (an orphaned worksharing loop: the whole team calls it; its
+// barrier ends it).
+void load_forward_operands(const Problem& p, const AttentionBuffers& buffers, const Operands& all,
+                           TrafficSlot& traffic) {
 #pragma omp for schedule(dynamic)
-  for (std::size_t i = 0; i < loads.size(); ++i) load_rows(loads[i].from, 0, loads[i].rows, loads[i].into, traffic);
+  for (std::int64_t task = 0; task < 2 * p.batch * p.kv_heads; ++task) {
+    const std::int64_t b = task / 2 / p.kv_heads;
+    const std::int64_t hkv = task / 2 % p.kv_heads;
+    const bool key = task % 2 == 0;
+    load_rows(key_slice(p, key ? buffers.k : buffers.v, b, hkv), 0, p.seqlen_k,
+              Operands::of_head(p, key ? all.key : all.value, b, hkv), traffic);
+  }
 }
 
 class CpuStandard final : public Implementation {
@@ -345,15 +355,8 @@ class CpuStandard final : public Implementation {
   }
 
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
-    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
+    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
     const Operands all = Operands::forward_of(p, workspace.operands);
-    std::vector<OperandLoad> loads;
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      for (std::int64_t hkv = 0; hkv < p.kv_heads; ++hkv) {
-        loads.push_back({key_slice(p, buffers.k, b, hkv), p.seqlen_k, Operands::of_head(p, all.key, b, hkv)});
-        loads.push_back({key_slice(p, buffers.v, b, hkv), p.seqlen_k, Operands::of_head(p, all.value, b, hkv)});
-      }
-    }
     const DropoutRng rng = dropout_rng(p);
     const TileShape shape = tile_shape(p);
     const std::int64_t blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
@@ -361,7 +364,7 @@ class CpuStandard final : public Implementation {
     {
       const StandardTiles tiles = workspace.thread_tiles(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      load_operands(loads, traffic);
+      load_forward_operands(p, buffers, all, traffic);
 #pragma omp for schedule(dynamic)
       for (std::int64_t task = 0; task < p.batch * p.heads * blocks; ++task) {
         const std::int64_t b = task / blocks / p.heads;
@@ -375,40 +378,33 @@ class CpuStandard final : public Implementation {
     }
   }
 
-  // The whole team works on one (b, query head) at a time: its operands, then
-  // phase A over its Q blocks, then phase B over its K blocks.
+  // In parallel over (b, kv head), the group's query heads in sequence, each
+  // task on its own thread's operands and score-gradient array.
   void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
-    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
-    const Operands operands = Operands::backward_of(p, workspace.operands);
+    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
     const DropoutRng rng = dropout_rng(p);
     const TileShape shape = tile_shape(p);
-    const std::int64_t q_blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
-    const std::int64_t k_blocks = (p.seqlen_k + shape.block_k - 1) / shape.block_k;
-#pragma omp parallel num_threads(context.thread_count())
-    {
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
+    for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
+      const std::int64_t b = task / p.kv_heads;
+      const std::int64_t hkv = task % p.kv_heads;
       const StandardTiles tiles = workspace.thread_tiles(p);
+      const Operands operands = workspace.thread_operands(p);
+      float* score_gradients = workspace.thread_score_gradients(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      for (std::int64_t b = 0; b < p.batch; ++b) {
-        for (std::int64_t h = 0; h < p.heads; ++h) {
-          const std::int64_t hkv = p.kv_head_of(h);
-          const bool first_of_group = h % p.head_group() == 0;
-          std::vector<OperandLoad> loads{{query_slice(p, buffers.q, b, h), p.seqlen_q, operands.query},
-                                         {query_slice(p, buffers.d_out, b, h), p.seqlen_q, operands.d_out}};
-          if (first_of_group) {
-            loads.push_back({key_slice(p, buffers.k, b, hkv), p.seqlen_k, operands.key});
-            loads.push_back({key_slice(p, buffers.v, b, hkv), p.seqlen_k, operands.value});
-          }
-          load_operands(loads, traffic);
-          const HeadContext c{p, shape, rng, b, h, tiles, operands, traffic};
-          const float* probabilities = workspace.head_probabilities(p, b, h);
-#pragma omp for schedule(dynamic)
-          for (std::int64_t i = 0; i < q_blocks; ++i) {
-            score_gradient_block(c, buffers, i * shape.block_q, probabilities, workspace.score_gradients);
-          }
-#pragma omp for schedule(dynamic)
-          for (std::int64_t j = 0; j < k_blocks; ++j) {
-            key_gradients(c, buffers, j * shape.block_k, probabilities, workspace.score_gradients, !first_of_group);
-          }
+      load_rows(key_slice(p, buffers.k, b, hkv), 0, p.seqlen_k, operands.key, traffic);
+      load_rows(key_slice(p, buffers.v, b, hkv), 0, p.seqlen_k, operands.value, traffic);
+      for (std::int64_t g = 0; g < p.head_group(); ++g) {
+        const std::int64_t h = hkv * p.head_group() + g;
+        load_rows(query_slice(p, buffers.q, b, h), 0, p.seqlen_q, operands.query, traffic);
+        load_rows(query_slice(p, buffers.d_out, b, h), 0, p.seqlen_q, operands.d_out, traffic);
+        const HeadContext c{p, shape, rng, b, h, tiles, operands, traffic};
+        const float* probabilities = workspace.head_probabilities(p, b, h);
+        for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += shape.block_q) {
+          score_gradient_block(c, buffers, i0, probabilities, score_gradients);
+        }
+        for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += shape.block_k) {
+          key_gradients(c, buffers, j0, probabilities, score_gradients, g > 0);
         }
       }
     }

@@ -60,7 +60,8 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 // are those of one tile at a time.
 constexpr std::int64_t kQueryTilesPerStep = 4;
 
-// One thread's tile buffers; "rows" is kQueryTilesPerStep * block_q.
+// One thread's tile buffers; "rows" is kQueryTilesPerStep * block_q. Those only
+// the backward uses are carved only when the direction has a backward.
 struct FlashTiles {
   float* key;          // block_k x d: K_j
   float* value;        // block_k x d: V_j
@@ -88,15 +89,18 @@ struct FlashTiles {
     const std::int64_t d = p.head_dim;
     const std::int64_t rows = kQueryTilesPerStep * shape.block_q;
     FlashTiles t{};
-    for (float** key_side : {&t.key, &t.value, &t.d_key, &t.d_value}) *key_side = carver.floats(shape.block_k * d);
-    for (float** query_side : {&t.query, &t.out, &t.d_out, &t.d_query, &t.update}) {
-      *query_side = carver.floats(rows * d);
-    }
-    for (float** score_tile : {&t.scores, &t.d_scores, &t.factors}) *score_tile = carver.floats(rows * shape.block_k);
-    for (float** row : {&t.row_max, &t.row_sum, &t.row_lse, &t.row_d, &t.row_tile_max, &t.row_shift,
-                        &t.row_tile_sum, &t.row_carried, &t.row_weight}) {
+    for (float** key_side : {&t.key, &t.value}) *key_side = carver.floats(shape.block_k * d);
+    for (float** query_side : {&t.query, &t.out, &t.update}) *query_side = carver.floats(rows * d);
+    t.scores = carver.floats(rows * shape.block_k);
+    for (float** row : {&t.row_max, &t.row_sum, &t.row_lse, &t.row_tile_max, &t.row_shift, &t.row_tile_sum,
+                        &t.row_carried, &t.row_weight}) {
       *row = carver.floats(rows);
     }
+    if (!has_backward(p.direction)) return t;
+    for (float** key_side : {&t.d_key, &t.d_value}) *key_side = carver.floats(shape.block_k * d);
+    for (float** query_side : {&t.d_out, &t.d_query}) *query_side = carver.floats(rows * d);
+    for (float** score_tile : {&t.d_scores, &t.factors}) *score_tile = carver.floats(rows * shape.block_k);
+    t.row_d = carver.floats(rows);
     return t;
   }
 };

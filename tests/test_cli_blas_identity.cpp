@@ -104,6 +104,12 @@ TEST_F(CliBlasIdentity, MergeRefusesShardsOfTwoBlasLibraries) {
             std::string::npos)
       << mixed.output;
   EXPECT_FALSE(std::filesystem::exists(path("mixed.json")));
+
+  Json peer = read_json(part(2));  // a file that records no BLAS, as a peer's, merges with any
+  peer["tool"].erase("blas");
+  write_json(part(2), peer);
+  const CommandResult with_peer = run_attnbench("merge " + part(1) + " " + part(2) + " -o " + path("peer.json").string());
+  EXPECT_EQ(with_peer.exit_code, 0) << with_peer.output;
 }
 
 TEST_F(CliBlasIdentity, CompareJudgesFilesOfTwoBlasLibraries) {

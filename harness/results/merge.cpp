@@ -137,16 +137,23 @@ Json merged_scenarios(const std::vector<MergeInput>& inputs) {
 }
 
 // The CPU implementations' BLAS is part of a build's identity: records of two
-// do not mix (another git revision alone only earns a note).
+// do not mix (another git revision alone only earns a note). A file that
+// records none (an older one, or a peer's such as scripts/torch_peer.py's)
+// merges with any.
 void check_blas(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
-  const Json first = blas_identity(inputs.front().document);
-  const auto named = [](const Json& blas) { return blas.is_null() ? std::string("none recorded") : blas.get<std::string>(); };
-  for (std::size_t i = 1; i < inputs.size(); ++i) {
-    const Json blas = blas_identity(inputs[i].document);
-    if (blas == first) continue;
-    problems.push_back({inputs[i].path, "tool.blas",
-                        "was made with BLAS " + named(blas) + " but " + inputs.front().path + " with " + named(first) +
-                            ": records of two BLAS libraries do not mix"});
+  const MergeInput* first = nullptr;
+  for (const MergeInput& input : inputs) {
+    const Json blas = blas_identity(input.document);
+    if (blas.is_null()) continue;
+    if (!first) {
+      first = &input;
+      continue;
+    }
+    const Json expected = blas_identity(first->document);
+    if (blas == expected) continue;
+    problems.push_back({input.path, "tool.blas",
+                        "was made with BLAS " + blas.get<std::string>() + " but " + first->path + " with " +
+                            expected.get<std::string>() + ": records of two BLAS libraries do not mix"});
   }
 }
 

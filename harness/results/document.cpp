@@ -222,6 +222,14 @@ void ResultsDocument::set_filter(const std::string& filter) {
 
 void ResultsDocument::set_blas(const Json& blas) { document_["tool"]["blas"] = blas; }
 
+void ResultsDocument::set_plugins(const Json& plugins) {
+  if (plugins.empty()) {
+    document_.erase("plugins");
+  } else {
+    document_["plugins"] = plugins;
+  }
+}
+
 namespace {
 
 // A devices entry without the clocks the run adds to it.

@@ -83,6 +83,9 @@ class ResultsDocument {
   void set_filter(const std::string& filter);  // "" for none (null)
   // tool.blas: the BLAS library of the CPU implementations (harness/blas.hpp).
   void set_blas(const nlohmann::ordered_json& blas);
+  // The plug-ins the run's implementations come from (plugins_json of
+  // harness/plugin/loader.hpp); an empty list leaves the key out.
+  void set_plugins(const nlohmann::ordered_json& plugins);
   // Adds a devices entry unless one describes the same device (clocks aside).
   void add_device(const nlohmann::ordered_json& device);
   // The devices entry that `device` describes (clocks aside); null when none.

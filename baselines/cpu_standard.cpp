@@ -2,25 +2,33 @@
 // (arXiv 2205.14135) and its backward, on the CPU. It writes the full Nq x Nk
 // score and probability matrices of every head to full-size arrays (the "HBM"
 // of the paper's model), as a cuBLAS GEMM -> softmax -> GEMM pipeline does, and
-// counts every byte it moves between those arrays and its tile buffers.
+// counts every byte it moves between those arrays and its tile buffers. Its
+// matrix products are BLAS GEMMs (harness/blas.hpp), each on one thread, of a
+// block of query rows (or a panel of key columns) against a whole head: the
+// inputs are loaded once per head into fp32 operand buffers, and a GEMM counts
+// each full-size array it reads or writes (S, P, dP, dS, O, dQ, dK, dV) once,
+// as the paper's model counts a matrix product.
 //
-// Forward, per (b, h), in parallel over (b, h):
-//   1. S = tau Q K^T over the whole padded grid, masked pairs included: for each
-//      block_q rows of Q (loaded once), for each block_k rows of K, compute the
-//      S tile and write it.
-//   2. Softmax, row by row: read the S row, apply the mask, write the row of P
-//      (un-dropped; kept in the workspace for the backward) and LSE.
-//   3. O = dropout(P) V: for each Q block, for each K block, load the P tile,
-//      regenerate its dropout factors, load the V tile, accumulate the O tile;
-//      write the O tile once.
+// Forward: K and V of every (b, kv head) are loaded once; then, in parallel
+// over (b, h, Q block of block_q rows), blocks independent:
+//   1. load the Q block; S_i = tau Q_i K^T over the whole padded key range,
+//      masked pairs included, written by the GEMM into the block's rows of the
+//      P array;
+//   2. softmax, row by row: read the S row, apply the mask, write the row of P
+//      (un-dropped; kept in the workspace for the backward) and LSE;
+//   3. O_i = dropout(P_i) V: the GEMM reads the P rows (through a tile that
+//      takes the dropout factors when there is dropout) and V, and writes O_i.
 // Backward, in parallel over (b, kv head), the group's query heads in sequence
-// (dK and dV accumulate over them):
-//   D = rowsum(dO o O), row by row;  dP~ = dO V^T written in full (as step 1);
-//   dS = P o (dP~ o Z/(1-p) - D), row by row, overwriting dP~ in place;
-//   dV += P~^T dO and dK += tau dS^T Q: for each K block, accumulate a dV/dK
-//   tile over the Q blocks (starting from the stored one after the group's first
-//   head) and write it;  dQ = tau dS K: for each Q block, over the K blocks.
-// Tiles are problem.tile.block_q x block_k (64 x 64 by default).
+// (dK and dV accumulate over them): K and V are loaded once per kv head, Q and
+// dO once per query head; then two phases:
+//   A. per Q block: D_i = rowsum(dO_i o O_i) on chip; dP~_i = dO_i V^T written
+//      in full (as step 1); dS = P o (dP~ o Z/(1-p) - D), row by row, in place;
+//      dQ_i = tau dS_i K written once;
+//   B. per K block of block_k keys: dV_j += P~_{:,j}^T dO and dK_j +=
+//      tau dS_{:,j}^T Q over all query rows at once (from the stored dV_j and
+//      dK_j after the group's first head), written once.
+// Every task (a forward block, a backward kv head) runs its GEMMs on its thread,
+// so the result does not depend on the thread count, bit for bit.
 //
 // Assumes: input buffers hold finite values over the whole padded grid (masked
 // products are computed and then multiplied by 0); O, dQ, dK, dV and LSE are
@@ -45,64 +53,108 @@ using namespace cpu_tiles;
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-// One thread's working memory.
-struct StandardScratch {
-  float* scores;           // Nq x Nk: S (forward); dP~, then dS in place (backward)
-  float* row_d;            // Nq: D
-  float* score_row;        // Nk
-  float* probability_row;  // Nk
-  float* factor_row;       // Nk: Z/(1-p)
-  float* query_tile;       // block_q x d
-  float* key_tile;         // block_k x d
-  float* score_tile;       // block_q x block_k
-  float* query_acc;        // block_q x d
-  float* key_acc;          // block_k x d
+// One thread's tile buffers.
+struct StandardTiles {
+  float* rows;           // block_q x d: a Q block, or O beside dO (backward)
+  float* probabilities;  // max(block_q x Nk, Nq x block_k): P~ rows or a column panel of P~ (dropout only)
+  float* result;         // max(block_q, block_k) x d: an O, dQ, dK or dV block
+  float* row_d;          // block_q: D
 
-  static StandardScratch carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
+  static StandardTiles carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
     const std::int64_t d = p.head_dim;
-    StandardScratch s{};
-    s.scores = carver.floats(p.seqlen_q * p.seqlen_k);
-    s.row_d = carver.floats(p.seqlen_q);
-    s.score_row = carver.floats(p.seqlen_k);
-    s.probability_row = carver.floats(p.seqlen_k);
-    s.factor_row = carver.floats(p.seqlen_k);
-    s.query_tile = carver.floats(shape.block_q * d);
-    s.key_tile = carver.floats(shape.block_k * d);
-    s.score_tile = carver.floats(shape.block_q * shape.block_k);
-    s.query_acc = carver.floats(shape.block_q * d);
-    s.key_acc = carver.floats(shape.block_k * d);
-    return s;
+    StandardTiles t{};
+    t.rows = carver.floats(shape.block_q * d);
+    t.probabilities = carver.floats(p.dropout.probability > 0.0
+                                        ? std::max(shape.block_q * p.seqlen_k, p.seqlen_q * shape.block_k)
+                                        : 0);
+    t.result = carver.floats(std::max(shape.block_q, shape.block_k) * d);
+    t.row_d = carver.floats(shape.block_q);
+    return t;
+  }
+};
+
+// The GEMMs' fp32 operands, each loaded once from the inputs: the forward's K
+// and V of every (b, kv head), [B, kv_heads, Nk, d] each; a backward task's K
+// and V of its kv head and Q and dO of its query head, one set per thread.
+struct Operands {
+  float* key;
+  float* value;
+  float* query;
+  float* d_out;
+
+  static std::int64_t forward_floats(const Problem& p) { return 2 * p.batch * p.kv_heads * p.seqlen_k * p.head_dim; }
+  static std::int64_t backward_floats(const Problem& p) { return 2 * (p.seqlen_k + p.seqlen_q) * p.head_dim; }
+  static Operands forward_of(const Problem& p, float* base) {
+    const std::int64_t heads = p.batch * p.kv_heads * p.seqlen_k * p.head_dim;
+    return Operands{base, base + heads, nullptr, nullptr};
+  }
+  static Operands backward_of(const Problem& p, float* base) {
+    const std::int64_t keys = p.seqlen_k * p.head_dim;
+    return Operands{base, base + keys, base + 2 * keys, base + 2 * keys + p.seqlen_q * p.head_dim};
+  }
+  // The forward's K or V of (b, hkv).
+  static float* of_head(const Problem& p, float* all, std::int64_t b, std::int64_t hkv) {
+    return all + (b * p.kv_heads + hkv) * p.seqlen_k * p.head_dim;
   }
 };
 
 // Workspace: P of every head, [B, H, Nq, Nk] fp32, kept from forward to backward;
-// then one StandardScratch per thread.
+// the operands (the forward's, or one backward set per thread, whichever is
+// larger); when the direction has a backward, one Nq x Nk score-gradient array
+// (dP~, then dS) per thread; then one StandardTiles per thread.
 struct StandardWorkspace {
   float* probabilities;
-  std::byte* scratch;
-  std::size_t scratch_bytes;
+  float* operands;
+  float* score_gradients;
+  std::byte* tiles;
+  std::size_t tile_bytes;
 
   static std::size_t probabilities_bytes(const Problem& p) {
     return WorkspaceCarver::round_up(
         static_cast<std::size_t>(p.batch * p.heads * p.seqlen_q * p.seqlen_k) * sizeof(float));
   }
-  static std::size_t scratch_bytes_for(const Problem& p) {
+  static std::size_t operand_bytes(const Problem& p, int threads) {
+    const std::int64_t backward = has_backward(p.direction) ? threads * Operands::backward_floats(p) : 0;
+    return WorkspaceCarver::round_up(
+        static_cast<std::size_t>(std::max(Operands::forward_floats(p), backward)) * sizeof(float));
+  }
+  static std::size_t score_gradient_bytes(const Problem& p, int threads) {
+    if (!has_backward(p.direction)) return 0;
+    return static_cast<std::size_t>(threads) *
+           WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
+  }
+  static std::size_t tile_bytes_for(const Problem& p) {
     WorkspaceCarver measure;
-    StandardScratch::carve(p, tile_shape(p), measure);
+    StandardTiles::carve(p, tile_shape(p), measure);
     return measure.used();
   }
-  static StandardWorkspace of(const Problem& p, const TensorBuffer& workspace) {
+  static std::size_t bytes(const Problem& p, int threads) {
+    return probabilities_bytes(p) + operand_bytes(p, threads) + score_gradient_bytes(p, threads) +
+           static_cast<std::size_t>(threads) * tile_bytes_for(p);
+  }
+  static StandardWorkspace of(const Problem& p, const TensorBuffer& workspace, int threads) {
     auto* base = static_cast<std::byte*>(workspace.data);
-    return StandardWorkspace{reinterpret_cast<float*>(base), base + probabilities_bytes(p),
-                             scratch_bytes_for(p)};
+    const std::size_t operands = probabilities_bytes(p);
+    const std::size_t gradients = operands + operand_bytes(p, threads);
+    const std::size_t tiles = gradients + score_gradient_bytes(p, threads);
+    return StandardWorkspace{reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + operands),
+                             reinterpret_cast<float*>(base + gradients), base + tiles, tile_bytes_for(p)};
   }
   float* head_probabilities(const Problem& p, std::int64_t b, std::int64_t h) const {
     return probabilities + (b * p.heads + h) * p.seqlen_q * p.seqlen_k;
   }
-  StandardScratch thread_scratch(const Problem& p) const {
-    WorkspaceCarver carver(scratch +
-                           static_cast<std::size_t>(omp_get_thread_num()) * scratch_bytes);
-    return StandardScratch::carve(p, tile_shape(p), carver);
+  // The calling thread's backward operands and score-gradient array.
+  Operands thread_operands(const Problem& p) const {
+    return Operands::backward_of(p, operands + omp_get_thread_num() * Operands::backward_floats(p));
+  }
+  float* thread_score_gradients(const Problem& p) const {
+    const std::size_t per_thread =
+        WorkspaceCarver::round_up(static_cast<std::size_t>(p.seqlen_q * p.seqlen_k) * sizeof(float));
+    return score_gradients + static_cast<std::size_t>(omp_get_thread_num()) * per_thread / sizeof(float);
+  }
+  StandardTiles thread_tiles(const Problem& p) const {
+    WorkspaceCarver carver(tiles + static_cast<std::size_t>(omp_get_thread_num()) * tile_bytes);
+    return StandardTiles::carve(p, tile_shape(p), carver);
   }
 };
 
@@ -113,125 +165,168 @@ struct HeadContext {
   DropoutRng rng;
   std::int64_t b;
   std::int64_t h;
-  const StandardScratch& s;
+  const StandardTiles& t;
+  const Operands& operands;  // K, V (and Q, dO in the backward) of this head
   TrafficSlot& traffic;
+
+  std::int64_t rows_at(std::int64_t i0) const { return std::min(shape.block_q, p.seqlen_q - i0); }
+  std::int64_t cols_at(std::int64_t j0) const { return std::min(shape.block_k, p.seqlen_k - j0); }
 };
 
-// full (Nq x Nk) = alpha * A B^T, with A the rows of a query-side tensor (Q or dO)
-// and B those of a key-side tensor (K or V): S = tau Q K^T and dP~ = dO V^T.
-void materialize_abt(const HeadContext& c, const HeadSlice& a, const HeadSlice& b, float alpha,
-                     float* full) {
-  const Problem& p = c.p;
-  for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
-    const std::int64_t rows = std::min(c.shape.block_q, p.seqlen_q - i0);
-    load_rows(a, i0, rows, c.s.query_tile, c.traffic);
-    for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
-      const std::int64_t cols = std::min(c.shape.block_k, p.seqlen_k - j0);
-      load_rows(b, j0, cols, c.s.key_tile, c.traffic);
-      multiply_abt(c.s.query_tile, c.s.key_tile, rows, cols, p.head_dim, alpha, c.s.score_tile);
-      store_block(full, p.seqlen_k, i0, rows, j0, cols, c.s.score_tile, c.traffic);
-    }
-  }
-}
-
-// out (query-side, Nq rows) = alpha * dropout(full) B, with full an Nq x Nk array
-// and B the rows of a key-side tensor: O = dropout(P) V and dQ = tau dS K (whose
-// `rng` is disabled).
-void materialize_ab(const HeadContext& c, const float* full, const DropoutRng& rng,
-                    const HeadSlice& b, float alpha, const HeadSlice& out) {
-  const Problem& p = c.p;
-  for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
-    const std::int64_t rows = std::min(c.shape.block_q, p.seqlen_q - i0);
-    std::fill(c.s.query_acc, c.s.query_acc + rows * p.head_dim, 0.0f);
-    for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
-      const std::int64_t cols = std::min(c.shape.block_k, p.seqlen_k - j0);
-      load_block(full, p.seqlen_k, i0, rows, j0, cols, c.s.score_tile, c.traffic);
-      apply_dropout(rng, c.b, c.h, i0, rows, j0, cols, c.s.score_tile);
-      load_rows(b, j0, cols, c.s.key_tile, c.traffic);
-      accumulate_ab(c.s.score_tile, c.s.key_tile, rows, cols, p.head_dim, alpha, c.s.query_acc);
-    }
-    store_rows(out, i0, rows, c.s.query_acc, c.traffic);
-  }
-}
-
-// out (key-side, Nk rows) += alpha * dropout(full)^T A, with A the rows of a
-// query-side tensor: dV += P~^T dO and dK += tau dS^T Q. With `accumulate` false
-// the sum starts from zero instead of the stored tile.
-void materialize_atb(const HeadContext& c, const float* full, const DropoutRng& rng,
-                     const HeadSlice& a, float alpha, const HeadSlice& out, bool accumulate) {
-  const Problem& p = c.p;
-  for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
-    const std::int64_t cols = std::min(c.shape.block_k, p.seqlen_k - j0);
-    if (accumulate) {
-      load_rows(out, j0, cols, c.s.key_acc, c.traffic);
-    } else {
-      std::fill(c.s.key_acc, c.s.key_acc + cols * p.head_dim, 0.0f);
-    }
-    for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
-      const std::int64_t rows = std::min(c.shape.block_q, p.seqlen_q - i0);
-      load_block(full, p.seqlen_k, i0, rows, j0, cols, c.s.score_tile, c.traffic);
-      apply_dropout(rng, c.b, c.h, i0, rows, j0, cols, c.s.score_tile);
-      load_rows(a, i0, rows, c.s.query_tile, c.traffic);
-      accumulate_atb(c.s.score_tile, c.s.query_tile, rows, cols, p.head_dim, alpha, c.s.key_acc);
-    }
-    store_rows(out, j0, cols, c.s.key_acc, c.traffic);
-  }
-}
-
-// P = softmax(S + mask) and LSE, one row at a time; a row that sees no key gets
-// P = 0 and LSE = -inf.
-void softmax_rows(const HeadContext& c, const float* scores, float* probabilities, float* lse) {
+// P = softmax(S + mask) and LSE for rows [i0, i0 + rows), in place in `scores`
+// (row stride Nk): a row that sees no key gets P = 0 and LSE = -inf.
+void softmax_rows(const HeadContext& c, std::int64_t i0, std::int64_t rows, float* scores, float* lse) {
   const Problem& p = c.p;
   const std::int64_t len_q = p.length_q(c.b);
   const std::int64_t len_k = p.length_k(c.b);
-  float* row = c.s.score_row;
-  for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
-    load_block(scores, p.seqlen_k, i, 1, 0, p.seqlen_k, row, c.traffic);
+  for (std::int64_t i = i0; i < i0 + rows; ++i) {
+    float* row = scores + i * p.seqlen_k;
+    c.traffic.read(p.seqlen_k * static_cast<std::int64_t>(sizeof(float)));
     const KeyRange visible = visible_keys(p.mask, i, len_q, len_k);
     float row_lse = kNegativeInfinity;
     if (visible.empty()) {
       std::fill(row, row + p.seqlen_k, 0.0f);
     } else {
-      const float row_max = *std::max_element(row + visible.begin, row + visible.end);
-      float sum = 0.0f;
-      for (std::int64_t j = visible.begin; j < visible.end; ++j) {
-        row[j] = std::exp(row[j] - row_max);
-        sum += row[j];
-      }
+      float row_max, sum;
+      cpu_vector::row_maxima(row + visible.begin, 1, visible.size(), visible.size(), &row_max);
+      cpu_vector::exp_shifted(row + visible.begin, 1, visible.size(), visible.size(), &row_max, &sum);
       std::fill(row, row + visible.begin, 0.0f);
       std::fill(row + visible.end, row + p.seqlen_k, 0.0f);
       for (std::int64_t j = visible.begin; j < visible.end; ++j) row[j] /= sum;
       row_lse = row_max + std::log(sum);
     }
-    store_block(probabilities, p.seqlen_k, i, 1, 0, p.seqlen_k, row, c.traffic);
+    c.traffic.write(p.seqlen_k * static_cast<std::int64_t>(sizeof(float)));
     store_span(lse + i, 1, &row_lse, c.traffic);
   }
 }
 
-// D_i = dO_i . O_i for every row.
-void write_row_d(const HeadContext& c, const HeadSlice& d_out, const HeadSlice& out) {
-  const Problem& p = c.p;
-  for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
-    load_rows(d_out, i, 1, c.s.query_tile, c.traffic);
-    load_rows(out, i, 1, c.s.query_acc, c.traffic);
-    const float row_d = dot(c.s.query_tile, c.s.query_acc, p.head_dim);
-    store_span(c.s.row_d + i, 1, &row_d, c.traffic);
+// Rows [i0, i0 + rows) of P (row stride Nk) as the GEMM should read them:
+// read in place without dropout, through the probability tile with it.
+const float* dropped_probability_rows(const HeadContext& c, const float* probabilities, std::int64_t i0,
+                                      std::int64_t rows) {
+  const std::int64_t nk = c.p.seqlen_k;
+  if (!c.rng.enabled) {
+    c.traffic.read(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+    return probabilities + i0 * nk;
   }
+  load_block(probabilities, nk, i0, rows, 0, nk, c.t.probabilities, c.traffic);
+  apply_dropout(c.rng, c.b, c.h, i0, rows, 0, nk, c.t.probabilities, nk);
+  return c.t.probabilities;
 }
 
-// dS = P o (dP~ o Z/(1-p) - D), one row at a time, overwriting dP~ in `scores`.
-void score_gradient_rows(const HeadContext& c, const float* probabilities, float* scores) {
+// Steps 1-3 of the forward for Q block i0 of head (b, h).
+void forward_block(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t i0,
+                   float* probabilities) {
   const Problem& p = c.p;
-  for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
-    load_block(probabilities, p.seqlen_k, i, 1, 0, p.seqlen_k, c.s.probability_row, c.traffic);
-    load_block(scores, p.seqlen_k, i, 1, 0, p.seqlen_k, c.s.score_row, c.traffic);
-    float row_d;
-    load_span(c.s.row_d + i, 1, &row_d, c.traffic);
-    dropout_factors(c.rng, c.b, c.h, i, 1, 0, p.seqlen_k, c.s.factor_row);
-    for (std::int64_t j = 0; j < p.seqlen_k; ++j) {
-      c.s.score_row[j] = c.s.probability_row[j] * (c.s.score_row[j] * c.s.factor_row[j] - row_d);
+  const std::int64_t d = p.head_dim;
+  const std::int64_t nk = p.seqlen_k;
+  const std::int64_t rows = c.rows_at(i0);
+
+  load_rows(query_slice(p, buffers.q, c.b, c.h), i0, rows, c.t.rows, c.traffic);
+  float* scores = probabilities + i0 * nk;
+  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, static_cast<float>(p.softmax_scale()), c.t.rows,
+              d, c.operands.key, d, 0.0f, scores, nk);
+  c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+
+  softmax_rows(c, i0, rows, probabilities, static_cast<float*>(buffers.lse.data) + lse_index(p, c.b, c.h, 0));
+
+  const float* dropped = dropped_probability_rows(c, probabilities, i0, rows);
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, 1.0f, dropped, nk, c.operands.value, d, 0.0f,
+              c.t.result, d);
+  store_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.result, c.traffic);
+}
+
+// Phase A of the backward for Q block i0 of head (b, h): dP~, dS and dQ.
+void score_gradient_block(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t i0,
+                          const float* probabilities, float* score_gradients) {
+  const Problem& p = c.p;
+  const std::int64_t d = p.head_dim;
+  const std::int64_t nk = p.seqlen_k;
+  const std::int64_t rows = c.rows_at(i0);
+  const float* d_out = c.operands.d_out + i0 * d;
+
+  load_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.rows, c.traffic);
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_d[r] = dot(d_out + r * d, c.t.rows + r * d, d);
+
+  float* d_scores = score_gradients + i0 * nk;
+  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, 1.0f, d_out, d, c.operands.value, d, 0.0f,
+              d_scores, nk);
+  c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+
+  // dS = P o (dP~ o Z/(1-p) - D), row by row, over dP~ in place.
+  constexpr std::int64_t kChunk = 256;
+  float factors[kChunk];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* p_row = probabilities + (i0 + r) * nk;
+    float* ds_row = d_scores + r * nk;
+    c.traffic.read(2 * nk * static_cast<std::int64_t>(sizeof(float)));
+    for (std::int64_t j0 = 0; j0 < nk; j0 += kChunk) {
+      const std::int64_t count = std::min(kChunk, nk - j0);
+      dropout_factors(c.rng, c.b, c.h, i0 + r, 1, j0, count, factors);
+      for (std::int64_t j = 0; j < count; ++j) {
+        ds_row[j0 + j] = p_row[j0 + j] * (ds_row[j0 + j] * factors[j] - c.t.row_d[r]);
+      }
     }
-    store_block(scores, p.seqlen_k, i, 1, 0, p.seqlen_k, c.s.score_row, c.traffic);
+    c.traffic.write(nk * static_cast<std::int64_t>(sizeof(float)));
+  }
+
+  c.traffic.read(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, static_cast<float>(p.softmax_scale()), d_scores, nk,
+              c.operands.key, d, 0.0f, c.t.result, d);
+  store_rows(query_slice(p, buffers.d_q, c.b, c.h), i0, rows, c.t.result, c.traffic);
+}
+
+// out_j (key-side block j0) (+)= alpha * columns^T A, with `columns` the
+// block's Nq x cols column panel (row stride ld) of an Nq x Nk array and A an
+// Nq x d operand: dV_j += P~_{:,j}^T dO and dK_j += tau dS_{:,j}^T Q. With
+// `accumulate` false the sum starts from zero instead of the stored block.
+void key_gradient_block(const HeadContext& c, std::int64_t j0, const float* columns, std::int64_t ld,
+                        const float* a, float alpha, const HeadSlice& out, bool accumulate) {
+  const Problem& p = c.p;
+  const std::int64_t d = p.head_dim;
+  const std::int64_t cols = c.cols_at(j0);
+  if (accumulate) load_rows(out, j0, cols, c.t.result, c.traffic);
+  c.traffic.read(p.seqlen_q * cols * static_cast<std::int64_t>(sizeof(float)));
+  blas::sgemm(blas::Op::transpose, blas::Op::none, cols, d, p.seqlen_q, alpha, columns, ld, a, d,
+              accumulate ? 1.0f : 0.0f, c.t.result, d);
+  store_rows(out, j0, cols, c.t.result, c.traffic);
+}
+
+// Phase B of the backward for K block j0 of head (b, h): dV_j and dK_j.
+void key_gradients(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t j0,
+                   const float* probabilities, const float* score_gradients, bool accumulate) {
+  const Problem& p = c.p;
+  const std::int64_t nk = p.seqlen_k;
+  const std::int64_t cols = c.cols_at(j0);
+  const std::int64_t hkv = p.kv_head_of(c.h);
+
+  const float* dropped = probabilities + j0;
+  std::int64_t ld = nk;
+  if (c.rng.enabled) {  // P~ column panel through the probability tile (counted as the GEMM's read)
+    for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
+      std::copy(probabilities + i * nk + j0, probabilities + i * nk + j0 + cols, c.t.probabilities + i * cols);
+    }
+    apply_dropout(c.rng, c.b, c.h, 0, p.seqlen_q, j0, cols, c.t.probabilities, cols);
+    dropped = c.t.probabilities;
+    ld = cols;
+  }
+  key_gradient_block(c, j0, dropped, ld, c.operands.d_out, 1.0f, key_slice(p, buffers.d_v, c.b, hkv), accumulate);
+  key_gradient_block(c, j0, score_gradients + j0, nk, c.operands.query, static_cast<float>(p.softmax_scale()),
+                     key_slice(p, buffers.d_k, c.b, hkv), accumulate);
+}
+
+// K and V of every (b, kv head) into the forward's operands, one task each
+// across the team (an orphaned worksharing loop: the whole team calls it; its
+// barrier ends it).
+void load_forward_operands(const Problem& p, const AttentionBuffers& buffers, const Operands& all,
+                           TrafficSlot& traffic) {
+#pragma omp for schedule(dynamic)
+  for (std::int64_t task = 0; task < 2 * p.batch * p.kv_heads; ++task) {
+    const std::int64_t b = task / 2 / p.kv_heads;
+    const std::int64_t hkv = task / 2 % p.kv_heads;
+    const bool key = task % 2 == 0;
+    load_rows(key_slice(p, key ? buffers.k : buffers.v, b, hkv), 0, p.seqlen_k,
+              Operands::of_head(p, key ? all.key : all.value, b, hkv), traffic);
   }
 }
 
@@ -240,9 +335,14 @@ class CpuStandard final : public Implementation {
   std::string_view name() const override { return "cpu.standard"; }
   std::string_view device() const override { return "cpu"; }
   std::string_view summary() const override {
-    return "materializing fp32 attention (Algorithm 0: S and P written in full), tiled GEMMs";
+    return "materializing fp32 attention (Algorithm 0: S and P written in full), BLAS GEMMs";
+  }
+  Verdict availability() const override {
+    const std::string problem = blas::threading_problem();
+    return problem.empty() ? Verdict::yes() : Verdict::no(problem);
   }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // S, P (and dP, dS) are fp32 arrays of the full padded grid.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
@@ -250,73 +350,67 @@ class CpuStandard final : public Implementation {
   }
   bool counts_traffic() const override { return true; }
 
-  std::size_t workspace_bytes(const Problem& problem,
-                              const ExecutionContext& context) const override {
-    return StandardWorkspace::probabilities_bytes(problem) +
-           static_cast<std::size_t>(context.thread_count()) *
-               StandardWorkspace::scratch_bytes_for(problem);
+  std::size_t workspace_bytes(const Problem& problem, const ExecutionContext& context) const override {
+    return StandardWorkspace::bytes(problem, context.thread_count());
   }
 
-  void forward(const Problem& p, const AttentionBuffers& buffers,
-               ExecutionContext& context) override {
-    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
+  void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
+    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
+    const Operands all = Operands::forward_of(p, workspace.operands);
     const DropoutRng rng = dropout_rng(p);
-    const auto tau = static_cast<float>(p.softmax_scale());
-#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
-    for (std::int64_t task = 0; task < p.batch * p.heads; ++task) {
-      const std::int64_t b = task / p.heads;
-      const std::int64_t h = task % p.heads;
-      const StandardScratch s = workspace.thread_scratch(p);
+    const TileShape shape = tile_shape(p);
+    const std::int64_t blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
+#pragma omp parallel num_threads(context.thread_count())
+    {
+      const StandardTiles tiles = workspace.thread_tiles(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      const HeadContext c{p, tile_shape(p), rng, b, h, s, traffic};
-      float* probabilities = workspace.head_probabilities(p, b, h);
-      const std::int64_t hkv = p.kv_head_of(h);
-
-      materialize_abt(c, query_slice(p, buffers.q, b, h), key_slice(p, buffers.k, b, hkv), tau,
-                      s.scores);
-      softmax_rows(c, s.scores, probabilities,
-                   static_cast<float*>(buffers.lse.data) + lse_index(p, b, h, 0));
-      materialize_ab(c, probabilities, rng, key_slice(p, buffers.v, b, hkv), 1.0f,
-                     query_slice(p, buffers.out, b, h));
-    }
-  }
-
-  void backward(const Problem& p, const AttentionBuffers& buffers,
-                ExecutionContext& context) override {
-    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace);
-    const DropoutRng rng = dropout_rng(p);
-    const DropoutRng no_dropout{};
-    const auto tau = static_cast<float>(p.softmax_scale());
-#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
-    for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
-      const std::int64_t b = task / p.kv_heads;
-      const std::int64_t hkv = task % p.kv_heads;
-      const StandardScratch s = workspace.thread_scratch(p);
-      TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      const HeadSlice k = key_slice(p, buffers.k, b, hkv);
-      const HeadSlice v = key_slice(p, buffers.v, b, hkv);
-      const HeadSlice d_k = key_slice(p, buffers.d_k, b, hkv);
-      const HeadSlice d_v = key_slice(p, buffers.d_v, b, hkv);
-      for (std::int64_t g = 0; g < p.head_group(); ++g) {
-        const std::int64_t h = hkv * p.head_group() + g;
-        const HeadContext c{p, tile_shape(p), rng, b, h, s, traffic};
-        const float* probabilities = workspace.head_probabilities(p, b, h);
-        const HeadSlice q = query_slice(p, buffers.q, b, h);
-        const HeadSlice d_out = query_slice(p, buffers.d_out, b, h);
-        const bool accumulate = g > 0;
-
-        write_row_d(c, d_out, query_slice(p, buffers.out, b, h));
-        materialize_abt(c, d_out, v, 1.0f, s.scores);
-        score_gradient_rows(c, probabilities, s.scores);
-        materialize_atb(c, probabilities, rng, d_out, 1.0f, d_v, accumulate);
-        materialize_ab(c, s.scores, no_dropout, k, tau, query_slice(p, buffers.d_q, b, h));
-        materialize_atb(c, s.scores, no_dropout, q, tau, d_k, accumulate);
+      load_forward_operands(p, buffers, all, traffic);
+#pragma omp for schedule(dynamic)
+      for (std::int64_t task = 0; task < p.batch * p.heads * blocks; ++task) {
+        const std::int64_t b = task / blocks / p.heads;
+        const std::int64_t h = task / blocks % p.heads;
+        const std::int64_t hkv = p.kv_head_of(h);
+        const Operands head{Operands::of_head(p, all.key, b, hkv), Operands::of_head(p, all.value, b, hkv), nullptr,
+                            nullptr};
+        const HeadContext c{p, shape, rng, b, h, tiles, head, traffic};
+        forward_block(c, buffers, (task % blocks) * shape.block_q, workspace.head_probabilities(p, b, h));
       }
     }
   }
 
-  nlohmann::ordered_json configuration(const Problem& p,
-                                       const ExecutionContext& context) const override {
+  // In parallel over (b, kv head), the group's query heads in sequence, each
+  // task on its own thread's operands and score-gradient array.
+  void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
+    const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
+    const DropoutRng rng = dropout_rng(p);
+    const TileShape shape = tile_shape(p);
+#pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
+    for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
+      const std::int64_t b = task / p.kv_heads;
+      const std::int64_t hkv = task % p.kv_heads;
+      const StandardTiles tiles = workspace.thread_tiles(p);
+      const Operands operands = workspace.thread_operands(p);
+      float* score_gradients = workspace.thread_score_gradients(p);
+      TrafficSlot traffic(*context.traffic, omp_get_thread_num());
+      load_rows(key_slice(p, buffers.k, b, hkv), 0, p.seqlen_k, operands.key, traffic);
+      load_rows(key_slice(p, buffers.v, b, hkv), 0, p.seqlen_k, operands.value, traffic);
+      for (std::int64_t g = 0; g < p.head_group(); ++g) {
+        const std::int64_t h = hkv * p.head_group() + g;
+        load_rows(query_slice(p, buffers.q, b, h), 0, p.seqlen_q, operands.query, traffic);
+        load_rows(query_slice(p, buffers.d_out, b, h), 0, p.seqlen_q, operands.d_out, traffic);
+        const HeadContext c{p, shape, rng, b, h, tiles, operands, traffic};
+        const float* probabilities = workspace.head_probabilities(p, b, h);
+        for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += shape.block_q) {
+          score_gradient_block(c, buffers, i0, probabilities, score_gradients);
+        }
+        for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += shape.block_k) {
+          key_gradients(c, buffers, j0, probabilities, score_gradients, g > 0);
+        }
+      }
+    }
+  }
+
+  nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext& context) const override {
     return tile_configuration(p, context);
   }
 };

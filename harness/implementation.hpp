@@ -80,6 +80,10 @@ class Implementation {
   // keeps for the backward.
   virtual std::size_t workspace_bytes(const Problem& problem,
                                       const ExecutionContext& context) const = 0;
+  // Memory that a library the implementation calls holds outside the arena
+  // (the BLAS's packing buffers): {"library", "bytes" (null where the library
+  // does not say), "reason"}; null when there is none.
+  virtual nlohmann::ordered_json memory_outside_arena() const { return nullptr; }
 
   virtual void forward(const Problem& problem, const AttentionBuffers& buffers,
                        ExecutionContext& context) = 0;

@@ -27,7 +27,9 @@
 // Dropout (docs/design.md §2.3) is regenerated from the RNG contract where it is needed.
 // Tile pairs that are wholly masked (visible_key_bound) are skipped; partial
 // ones are predicated per element. Tiles are problem.tile.block_q x block_k
-// (64 x 64 by default).
+// (64 x 64 by default). The tile products are BLAS GEMMs on the calling thread
+// (harness/blas.hpp); the exponentials, row maxima, dropout words and input
+// conversions are the vectorized loops of cpu_vector.hpp.
 //
 // Assumes: input buffers hold finite values over the whole padded grid; O, dQ,
 // dK, dV and LSE are fp32 buffers.
@@ -52,44 +54,53 @@ using namespace cpu_tiles;
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-// One thread's tile buffers.
+// Query tiles that see one K/V block are processed kQueryTilesPerStep at a
+// time: their rows stacked in the tile buffers below, so each GEMM covers all
+// of them. Every tile is still loaded and stored on its own, so the bytes moved
+// are those of one tile at a time.
+constexpr std::int64_t kQueryTilesPerStep = 4;
+
+// One thread's tile buffers; "rows" is kQueryTilesPerStep * block_q. Those only
+// the backward uses are carved only when the direction has a backward.
 struct FlashTiles {
-  float* key;         // block_k x d: K_j
-  float* value;       // block_k x d: V_j
-  float* d_key;       // block_k x d: dK_j accumulator
-  float* d_value;     // block_k x d: dV_j accumulator
-  float* query;       // block_q x d: Q_i
-  float* out;         // block_q x d: O_i
-  float* d_out;       // block_q x d: dO_i
-  float* d_query;     // block_q x d: dQ_i
-  float* scores;      // block_q x block_k: S, then P
-  float* d_scores;    // block_q x block_k: P~, dP~, then dS
-  float* factors;     // block_q x block_k: Z/(1-p)
-  float* row_max;     // block_q: m_i
-  float* row_sum;     // block_q: l_i
-  float* row_lse;     // block_q: LSE_i
-  float* row_d;       // block_q: D_i
-  float* row_update;  // d: dropout(P~) V_j of one row
+  float* key;          // block_k x d: K_j
+  float* value;        // block_k x d: V_j
+  float* d_key;        // block_k x d: dK_j accumulator
+  float* d_value;      // block_k x d: dV_j accumulator
+  float* query;        // rows x d: Q_i
+  float* out;          // rows x d: O_i
+  float* d_out;        // rows x d: dO_i
+  float* d_query;      // rows x d: dQ_i
+  float* update;       // rows x d: dropout(P~) V_j
+  float* scores;       // rows x block_k: S, then P
+  float* d_scores;     // rows x block_k: P~, dP~, then dS
+  float* factors;      // rows x block_k: Z/(1-p)
+  float* row_max;      // rows: m_i
+  float* row_sum;      // rows: l_i
+  float* row_lse;      // rows: LSE_i
+  float* row_d;        // rows: D_i
+  float* row_tile_max; // rows: m~, the row maxima of a tile of scores
+  float* row_shift;    // rows: what a row's scores are exponentiated relative to
+  float* row_tile_sum; // rows: l~, the row sums of a tile's exponentials
+  float* row_carried;  // rows: l_i e^(m_i - m_new), the weight of the O_i carried over
+  float* row_weight;   // rows: e^(m~ - m_new), the weight of the tile's update
 
   static FlashTiles carve(const Problem& p, const TileShape& shape, WorkspaceCarver& carver) {
     const std::int64_t d = p.head_dim;
+    const std::int64_t rows = kQueryTilesPerStep * shape.block_q;
     FlashTiles t{};
-    t.key = carver.floats(shape.block_k * d);
-    t.value = carver.floats(shape.block_k * d);
-    t.d_key = carver.floats(shape.block_k * d);
-    t.d_value = carver.floats(shape.block_k * d);
-    t.query = carver.floats(shape.block_q * d);
-    t.out = carver.floats(shape.block_q * d);
-    t.d_out = carver.floats(shape.block_q * d);
-    t.d_query = carver.floats(shape.block_q * d);
-    t.scores = carver.floats(shape.block_q * shape.block_k);
-    t.d_scores = carver.floats(shape.block_q * shape.block_k);
-    t.factors = carver.floats(shape.block_q * shape.block_k);
-    t.row_max = carver.floats(shape.block_q);
-    t.row_sum = carver.floats(shape.block_q);
-    t.row_lse = carver.floats(shape.block_q);
-    t.row_d = carver.floats(shape.block_q);
-    t.row_update = carver.floats(d);
+    for (float** key_side : {&t.key, &t.value}) *key_side = carver.floats(shape.block_k * d);
+    for (float** query_side : {&t.query, &t.out, &t.update}) *query_side = carver.floats(rows * d);
+    t.scores = carver.floats(rows * shape.block_k);
+    for (float** row : {&t.row_max, &t.row_sum, &t.row_lse, &t.row_tile_max, &t.row_shift, &t.row_tile_sum,
+                        &t.row_carried, &t.row_weight}) {
+      *row = carver.floats(rows);
+    }
+    if (!has_backward(p.direction)) return t;
+    for (float** key_side : {&t.d_key, &t.d_value}) *key_side = carver.floats(shape.block_k * d);
+    for (float** query_side : {&t.d_out, &t.d_query}) *query_side = carver.floats(rows * d);
+    for (float** score_tile : {&t.d_scores, &t.factors}) *score_tile = carver.floats(rows * shape.block_k);
+    t.row_d = carver.floats(rows);
     return t;
   }
 };
@@ -142,16 +153,55 @@ struct HeadContext {
   }
 };
 
-// scores = tau Q_i K_j^T with -inf at the pairs the mask hides.
-void masked_scores(const HeadContext& c, std::int64_t i0, std::int64_t rows, std::int64_t j0,
-                   std::int64_t cols, float* scores) {
-  multiply_abt(c.t.query, c.t.key, rows, cols, c.p.head_dim, c.tau, scores);
-  if (tile_fully_visible(c.p.mask, i0, i0 + rows, j0, j0 + cols, c.len_q(), c.len_k())) return;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const KeyRange visible = visible_keys(c.p.mask, i0 + r, c.len_q(), c.len_k());
-    for (std::int64_t k = 0; k < cols; ++k) {
-      const std::int64_t j = j0 + k;
-      if (j < visible.begin || j >= visible.end) scores[r * cols + k] = kNegativeInfinity;
+// Query tiles processed together against K/V block j0: tile g holds rows
+// [start[g], start[g] + rows[g]) of the head, at rows [offset[g], ...) of the
+// tile buffers.
+struct QueryGroup {
+  std::int64_t start[kQueryTilesPerStep];
+  std::int64_t rows[kQueryTilesPerStep];
+  std::int64_t offset[kQueryTilesPerStep];
+  std::int64_t count = 0;
+  std::int64_t total_rows = 0;
+
+  void add(std::int64_t i0, std::int64_t tile_rows) {
+    start[count] = i0;
+    rows[count] = tile_rows;
+    offset[count] = total_rows;
+    total_rows += tile_rows;
+    ++count;
+  }
+};
+
+// Calls step(group) for the query tiles that see K/V block j0, in order,
+// kQueryTilesPerStep at a time.
+template <typename Step>
+void for_each_query_group(const HeadContext& c, std::int64_t j0, std::int64_t cols, Step&& step) {
+  QueryGroup group;
+  for (std::int64_t i0 = 0; i0 < c.p.seqlen_q; i0 += c.shape.block_q) {
+    const std::int64_t rows = c.rows_at(i0);
+    if (!c.tile_visible(i0, rows, j0, cols)) continue;
+    group.add(i0, rows);
+    if (group.count == kQueryTilesPerStep) {
+      step(group);
+      group = QueryGroup{};
+    }
+  }
+  if (group.count > 0) step(group);
+}
+
+// scores = tau Q K_j^T over the group's rows, with -inf at the pairs the mask hides.
+void masked_scores(const HeadContext& c, const QueryGroup& group, std::int64_t j0, std::int64_t cols) {
+  multiply_abt(c.t.query, c.t.key, group.total_rows, cols, c.p.head_dim, c.tau, c.t.scores);
+  for (std::int64_t g = 0; g < group.count; ++g) {
+    const std::int64_t i0 = group.start[g];
+    if (tile_fully_visible(c.p.mask, i0, i0 + group.rows[g], j0, j0 + cols, c.len_q(), c.len_k())) continue;
+    for (std::int64_t r = 0; r < group.rows[g]; ++r) {
+      const KeyRange visible = visible_keys(c.p.mask, i0 + r, c.len_q(), c.len_k());
+      float* row = c.t.scores + (group.offset[g] + r) * cols;
+      for (std::int64_t k = 0; k < cols; ++k) {
+        const std::int64_t j = j0 + k;
+        if (j < visible.begin || j >= visible.end) row[k] = kNegativeInfinity;
+      }
     }
   }
 }
@@ -171,38 +221,41 @@ void initialise_state(const HeadContext& c, const HeadSlice& out, float* row_max
   }
 }
 
-// The online-softmax update of the O, m, l tiles of Q block i0 by K/V block j0;
+// The online-softmax update of the group's O, m, l tiles by K/V block j0;
 // c.t.scores holds the masked scores and is consumed.
-void update_output_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::int64_t rows,
-                        std::int64_t j0, std::int64_t cols) {
+void update_output_tiles(const HeadContext& c, std::int64_t h, const QueryGroup& group, std::int64_t j0,
+                         std::int64_t cols) {
   const std::int64_t d = c.p.head_dim;
+  const std::int64_t rows = group.total_rows;
+  cpu_vector::row_maxima(c.t.scores, rows, cols, cols, c.t.row_tile_max);
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_tile_max[r]);
+  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, c.t.row_tile_sum);
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* p_row = c.t.scores + r * cols;
-    const float tile_max = *std::max_element(p_row, p_row + cols);
-    const float reference = exp_reference(tile_max);
-    float tile_sum = 0.0f;
-    for (std::int64_t k = 0; k < cols; ++k) {
-      p_row[k] = std::exp(p_row[k] - reference);
-      tile_sum += p_row[k];
-    }
-
+    const float tile_max = c.t.row_tile_max[r];
     SoftmaxRowState<float> state{c.t.row_max[r], c.t.row_sum[r]};
     const float old_sum = state.sum;
     const float old_scale = online_softmax_advance(state, tile_max);  // e^(m_i - m_new)
     const float tile_scale = rescale_factor(tile_max, state.max);     // e^(m~ - m_new)
-    state.sum += tile_scale * tile_sum;                               // l_new
+    state.sum += tile_scale * c.t.row_tile_sum[r];                    // l_new
     c.t.row_max[r] = state.max;
     c.t.row_sum[r] = state.sum;
-    if (!(state.sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
-
-    apply_dropout(c.rng, c.b, h, i0 + r, 1, j0, cols, p_row);
-    std::fill(c.t.row_update, c.t.row_update + d, 0.0f);
-    accumulate_ab(p_row, c.t.value, 1, cols, d, 1.0f, c.t.row_update);
+    c.t.row_carried[r] = old_sum * old_scale;
+    c.t.row_weight[r] = tile_scale;
+  }
+  for (std::int64_t g = 0; g < group.count; ++g) {
+    apply_dropout(c.rng, c.b, h, group.start[g], group.rows[g], j0, cols, c.t.scores + group.offset[g] * cols, cols);
+  }
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, cols, 1.0f, c.t.scores, cols, c.t.value, d, 0.0f,
+              c.t.update, d);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float sum = c.t.row_sum[r];
+    if (!(sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
+    const float carried = c.t.row_carried[r];
+    const float weight = c.t.row_weight[r];
     float* o_row = c.t.out + r * d;
-    const float carried = old_sum * old_scale;
-    for (std::int64_t x = 0; x < d; ++x) {
-      o_row[x] = (carried * o_row[x] + tile_scale * c.t.row_update[x]) / state.sum;
-    }
+    const float* update = c.t.update + r * d;
+#pragma omp simd
+    for (std::int64_t x = 0; x < d; ++x) o_row[x] = (carried * o_row[x] + weight * update[x]) / sum;
   }
 }
 
@@ -231,24 +284,32 @@ void forward_head(const HeadContext& c, const AttentionBuffers& buffers, std::in
 
   initialise_state(c, out, row_max, row_sum);
   const KeyRange head_keys = visible_key_bound(p.mask, 0, p.seqlen_q, c.len_q(), c.len_k());
+  const std::int64_t d = p.head_dim;
   for (std::int64_t j0 = 0; j0 < p.seqlen_k; j0 += c.shape.block_k) {
     const std::int64_t cols = c.cols_at(j0);
     if (!overlaps(head_keys, j0, j0 + cols)) continue;
     load_rows(k, j0, cols, c.t.key, c.traffic);
     load_rows(v, j0, cols, c.t.value, c.traffic);
-    for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
-      const std::int64_t rows = c.rows_at(i0);
-      if (!c.tile_visible(i0, rows, j0, cols)) continue;
-      load_rows(q, i0, rows, c.t.query, c.traffic);
-      load_rows(out, i0, rows, c.t.out, c.traffic);
-      load_span(row_max + i0, rows, c.t.row_max, c.traffic);
-      load_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
-      masked_scores(c, i0, rows, j0, cols, c.t.scores);
-      update_output_tile(c, h, i0, rows, j0, cols);
-      store_rows(out, i0, rows, c.t.out, c.traffic);
-      store_span(row_max + i0, rows, c.t.row_max, c.traffic);
-      store_span(row_sum + i0, rows, c.t.row_sum, c.traffic);
-    }
+    for_each_query_group(c, j0, cols, [&](const QueryGroup& group) {
+      const std::int64_t next = group.start[group.count - 1] + group.rows[group.count - 1];
+      prefetch_rows(q, next, group.total_rows, p.seqlen_q);
+      prefetch_rows(out, next, group.total_rows, p.seqlen_q);
+      for (std::int64_t g = 0; g < group.count; ++g) {
+        const std::int64_t i0 = group.start[g], rows = group.rows[g], at = group.offset[g];
+        load_rows(q, i0, rows, c.t.query + at * d, c.traffic);
+        load_rows(out, i0, rows, c.t.out + at * d, c.traffic);
+        load_span(row_max + i0, rows, c.t.row_max + at, c.traffic);
+        load_span(row_sum + i0, rows, c.t.row_sum + at, c.traffic);
+      }
+      masked_scores(c, group, j0, cols);
+      update_output_tiles(c, h, group, j0, cols);
+      for (std::int64_t g = 0; g < group.count; ++g) {
+        const std::int64_t i0 = group.start[g], rows = group.rows[g], at = group.offset[g];
+        store_rows(out, i0, rows, c.t.out + at * d, c.traffic);
+        store_span(row_max + i0, rows, c.t.row_max + at, c.traffic);
+        store_span(row_sum + i0, rows, c.t.row_sum + at, c.traffic);
+      }
+    });
   }
   write_lse(c, row_max, row_sum, static_cast<float*>(buffers.lse.data) + lse_index(p, c.b, h, 0));
 }
@@ -264,36 +325,39 @@ void zero_query_gradient(const HeadContext& c, const HeadSlice& d_q) {
   }
 }
 
-// The contribution of the tile pair (Q block i0 of head h, K/V block j0): updates
-// the dK_j, dV_j accumulators and c.t.d_query (dQ_i) from the loaded tiles.
-void backward_tile(const HeadContext& c, std::int64_t h, std::int64_t i0, std::int64_t rows,
-                   std::int64_t j0, std::int64_t cols) {
+// The contribution of the group's query tiles of head h against K/V block j0:
+// updates the dK_j, dV_j accumulators and c.t.d_query (the group's dQ) from the
+// loaded tiles.
+void backward_tiles(const HeadContext& c, std::int64_t h, const QueryGroup& group, std::int64_t j0,
+                    std::int64_t cols) {
   const std::int64_t d = c.p.head_dim;
+  const std::int64_t rows = group.total_rows;
   const std::int64_t n = rows * cols;
   for (std::int64_t r = 0; r < rows; ++r) {
     c.t.row_d[r] = dot(c.t.d_out + r * d, c.t.out + r * d, d);  // D_i
   }
-  masked_scores(c, i0, rows, j0, cols, c.t.scores);
-  for (std::int64_t r = 0; r < rows; ++r) {  // P = exp(S - LSE_i)
-    const float reference = exp_reference(c.t.row_lse[r]);
-    for (std::int64_t k = 0; k < cols; ++k) {
-      c.t.scores[r * cols + k] = std::exp(c.t.scores[r * cols + k] - reference);
-    }
+  masked_scores(c, group, j0, cols);
+  for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_lse[r]);
+  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, nullptr);  // P = exp(S - LSE_i)
+  for (std::int64_t g = 0; g < group.count; ++g) {
+    dropout_factors(c.rng, c.b, h, group.start[g], group.rows[g], j0, cols, c.t.factors + group.offset[g] * cols);
   }
-  dropout_factors(c.rng, c.b, h, i0, rows, j0, cols, c.t.factors);
 
+#pragma omp simd
   for (std::int64_t e = 0; e < n; ++e) c.t.d_scores[e] = c.t.scores[e] * c.t.factors[e];  // P~
-  accumulate_atb(c.t.d_scores, c.t.d_out, rows, cols, d, 1.0f, c.t.d_value);  // dV_j += P~^T dO_i
+  accumulate_atb(c.t.d_scores, cols, c.t.d_out, rows, cols, d, 1.0f, c.t.d_value);  // dV_j += P~^T dO_i
 
   multiply_abt(c.t.d_out, c.t.value, rows, cols, d, 1.0f, c.t.d_scores);  // dP~ = dO_i V_j^T
   for (std::int64_t r = 0; r < rows; ++r) {  // dS = P o (dP~ o Z/(1-p) - D_i)
+    const float row_d = c.t.row_d[r];
+#pragma omp simd
     for (std::int64_t k = 0; k < cols; ++k) {
       const std::int64_t e = r * cols + k;
-      c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - c.t.row_d[r]);
+      c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - row_d);
     }
   }
-  accumulate_ab(c.t.d_scores, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
-  accumulate_atb(c.t.d_scores, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
+  accumulate_ab(c.t.d_scores, cols, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
+  accumulate_atb(c.t.d_scores, cols, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
 }
 
 // Algorithm 4 (P recomputed from LSE) for kv head (b, hkv) and its query heads.
@@ -324,17 +388,22 @@ void backward_kv_head(const HeadContext& c, const AttentionBuffers& buffers, std
         const HeadSlice d_out = query_slice(p, buffers.d_out, c.b, h);
         const HeadSlice d_q = query_slice(p, buffers.d_q, c.b, h);
         const float* lse = static_cast<const float*>(buffers.lse.data) + lse_index(p, c.b, h, 0);
-        for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += c.shape.block_q) {
-          const std::int64_t rows = c.rows_at(i0);
-          if (!c.tile_visible(i0, rows, j0, cols)) continue;
-          load_rows(q, i0, rows, c.t.query, c.traffic);
-          load_rows(out, i0, rows, c.t.out, c.traffic);
-          load_rows(d_out, i0, rows, c.t.d_out, c.traffic);
-          load_rows(d_q, i0, rows, c.t.d_query, c.traffic);
-          load_span(lse + i0, rows, c.t.row_lse, c.traffic);
-          backward_tile(c, h, i0, rows, j0, cols);
-          store_rows(d_q, i0, rows, c.t.d_query, c.traffic);
-        }
+        for_each_query_group(c, j0, cols, [&](const QueryGroup& group) {
+          const std::int64_t next = group.start[group.count - 1] + group.rows[group.count - 1];
+          for (const HeadSlice* slice : {&q, &out, &d_out, &d_q}) prefetch_rows(*slice, next, group.total_rows, p.seqlen_q);
+          for (std::int64_t g = 0; g < group.count; ++g) {
+            const std::int64_t i0 = group.start[g], rows = group.rows[g], at = group.offset[g];
+            load_rows(q, i0, rows, c.t.query + at * d, c.traffic);
+            load_rows(out, i0, rows, c.t.out + at * d, c.traffic);
+            load_rows(d_out, i0, rows, c.t.d_out + at * d, c.traffic);
+            load_rows(d_q, i0, rows, c.t.d_query + at * d, c.traffic);
+            load_span(lse + i0, rows, c.t.row_lse + at, c.traffic);
+          }
+          backward_tiles(c, h, group, j0, cols);
+          for (std::int64_t g = 0; g < group.count; ++g) {
+            store_rows(d_q, group.start[g], group.rows[g], c.t.d_query + group.offset[g] * d, c.traffic);
+          }
+        });
       }
     }
     store_rows(d_k, j0, cols, c.t.d_key, c.traffic);
@@ -349,7 +418,12 @@ class CpuFlash final : public Implementation {
   std::string_view summary() const override {
     return "fused fp32 attention: tiled online softmax (Algorithms 2 and 4), configurable blocks";
   }
+  Verdict availability() const override {
+    const std::string problem = blas::threading_problem();
+    return problem.empty() ? Verdict::yes() : Verdict::no(problem);
+  }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // Its loop order is the paper's Algorithm 1 (key tiles outer), with O, l, m
   // and dQ carried in its fp32 arrays between tiles.
@@ -361,9 +435,11 @@ class CpuFlash final : public Implementation {
     tiling.block_n = shape.block_k;
     tiling.input = static_cast<int>(element_size(element_type(p.dtype)));
     tiling.output = tiling.accumulator = 4;
-    // Its on-chip set: Q, O, dO, dQ tiles, K, V, dK, dV tiles, three score tiles, four row vectors (fp32).
-    tiling.shared_bytes = 4 * (p.head_dim * (4 * shape.block_q + 4 * shape.block_k) +
-                               3 * shape.block_q * shape.block_k + 4 * shape.block_q);
+    // Its on-chip set (fp32): K, V, dK, dV tiles and, for each of the query tiles
+    // it processes together, Q, O, dO, dQ and update tiles, three score tiles
+    // and nine row vectors.
+    const std::int64_t rows = kQueryTilesPerStep * shape.block_q;
+    tiling.shared_bytes = 4 * (p.head_dim * (5 * rows + 4 * shape.block_k) + 3 * rows * shape.block_k + 9 * rows);
     return fused_traffic(p, tiling);
   }
   std::string_view accuracy_baseline() const override { return "cpu.standard"; }

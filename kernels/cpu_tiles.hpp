@@ -2,18 +2,21 @@
 // baselines/, cpu.flash here): tile sizes, per-thread workspace carving, the
 // traffic-counted moves between full-size arrays (the "HBM" of the paper's
 // model) and dense fp32 tile buffers (its on-chip memory), the dropout factors
-// of a row segment, and the three small tile products both algorithms are built
-// from.
+// of a tile, and the tile products both algorithms are built from (BLAS GEMMs
+// on the calling thread).
 //
 // Every move counts the bytes it transfers at the width of the full-size array:
 // an input tensor at its element size, every fp32 array (O, dQ, dK, dV, S, P,
-// dP, dS, D, l, m, LSE) at 4 bytes. Tile products move nothing.
+// dP, dS, l, m, LSE) at 4 bytes. Tile products move nothing; a GEMM that reads
+// or writes a full-size array itself (cpu.standard's S, P, dP, dS) is counted
+// by its caller, each operand once, as the paper's model counts a matrix product.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "harness/blas.hpp"
 #include "harness/dtype.hpp"
 #include "harness/host_tensor.hpp"
 #include "harness/implementation.hpp"
@@ -21,6 +24,7 @@
 #include "harness/traffic.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
+#include "cpu_vector.hpp"
 
 namespace attnbench::cpu_tiles {
 
@@ -93,14 +97,35 @@ inline std::int64_t row_bytes(const HeadSlice& full) {
 // Rows [row_begin, row_begin + rows) of one head of a tensor -> dense rows x d tile.
 inline void load_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows, float* tile,
                       TrafficSlot& traffic) {
-  full.load_rows(row_begin, rows, tile);
+  cpu_vector::load_floats(full.buffer->data, full.buffer->type, static_cast<std::size_t>(full.index(row_begin, 0)),
+                          full.strides.seq, rows, full.head_dim, tile);
   traffic.read(rows * row_bytes(full));
+}
+
+// Asks the CPU to start fetching rows [row_begin, row_begin + rows) of one head
+// of a tensor (clamped to the sequence) into its caches: a hint that moves and
+// counts nothing.
+inline void prefetch_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows, std::int64_t seqlen) {
+  constexpr std::int64_t kLine = 64;
+  const auto* data = static_cast<const char*>(full.buffer->data);
+  const std::int64_t element = static_cast<std::int64_t>(element_size(full.buffer->type));
+  for (std::int64_t r = row_begin; r < std::min(row_begin + rows, seqlen); ++r) {
+    const char* row = data + full.index(r, 0) * element;
+    for (std::int64_t byte = 0; byte < full.head_dim * element; byte += kLine) __builtin_prefetch(row + byte);
+  }
 }
 
 // Dense rows x d tile -> rows [row_begin, row_begin + rows) of one head of a tensor.
 inline void store_rows(const HeadSlice& full, std::int64_t row_begin, std::int64_t rows,
                        const float* tile, TrafficSlot& traffic) {
-  full.store_rows(row_begin, rows, tile);
+  if (full.buffer->type == ElementType::f32) {
+    auto* data = static_cast<float*>(full.buffer->data);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::copy(tile + r * full.head_dim, tile + (r + 1) * full.head_dim, data + full.index(row_begin + r, 0));
+    }
+  } else {
+    full.store_rows(row_begin, rows, tile);
+  }
   traffic.write(rows * row_bytes(full));
 }
 
@@ -127,7 +152,7 @@ inline void store_block(float* full, std::int64_t columns, std::int64_t row_begi
   traffic.write(rows * cols * static_cast<std::int64_t>(sizeof(float)));
 }
 
-// `count` consecutive elements of an fp32 vector (l, m, LSE, D) -> tile.
+// `count` consecutive elements of an fp32 vector (l, m, LSE) -> tile.
 inline void load_span(const float* full, std::int64_t count, float* tile, TrafficSlot& traffic) {
   load_block(full, count, 0, 1, 0, count, tile, traffic);
 }
@@ -138,34 +163,22 @@ inline void store_span(float* full, std::int64_t count, const float* tile, Traff
 
 // ---- Dropout -----------------------------------------------------------------
 
-// Calls visit(c, factor) with factor = Z/(1-p) of element (b, h, row, key_begin + c)
-// (keep_scale when kept, 0 when dropped) for c in [0, count); one Philox call
-// serves four consecutive keys. Without dropout it visits nothing.
-template <typename Visit>
-void for_each_dropout_factor(const DropoutRng& rng, std::int64_t b, std::int64_t h,
-                             std::int64_t row, std::int64_t key_begin, std::int64_t count,
-                             Visit&& visit) {
+// tile (rows x cols, row stride ld; rows from row_begin, keys from key_begin)
+// *= Z/(1-p). Without dropout it does nothing.
+inline void apply_dropout(const DropoutRng& rng, std::int64_t b, std::int64_t h, std::int64_t row_begin,
+                          std::int64_t rows, std::int64_t key_begin, std::int64_t cols, float* tile,
+                          std::int64_t ld) {
   if (!rng.enabled) return;
-  std::int64_t c = 0;
-  while (c < count) {
-    const std::int64_t key = key_begin + c;
-    const PhiloxBlock words =
-        dropout_words(rng, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
-                      static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(key / 4));
-    for (std::int64_t w = key % 4; w < 4 && c < count; ++w, ++c) {
-      visit(c, dropout_word_keeps(rng, words.word[w]) ? rng.keep_scale : 0.0f);
-    }
-  }
-}
-
-// tile (rows x cols; rows from row_begin, keys from key_begin) *= Z/(1-p).
-inline void apply_dropout(const DropoutRng& rng, std::int64_t b, std::int64_t h,
-                          std::int64_t row_begin, std::int64_t rows, std::int64_t key_begin,
-                          std::int64_t cols, float* tile) {
+  constexpr std::int64_t kChunk = 256;
+  float factors[kChunk];
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = tile + r * cols;
-    for_each_dropout_factor(rng, b, h, row_begin + r, key_begin, cols,
-                            [row](std::int64_t c, float factor) { row[c] *= factor; });
+    float* row = tile + r * ld;
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kChunk) {
+      const std::int64_t count = std::min(kChunk, cols - c0);
+      cpu_vector::dropout_factors(rng, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                  static_cast<std::uint32_t>(row_begin + r), key_begin + c0, count, factors);
+      for (std::int64_t c = 0; c < count; ++c) row[c0 + c] *= factors[c];
+    }
   }
 }
 
@@ -173,15 +186,13 @@ inline void apply_dropout(const DropoutRng& rng, std::int64_t b, std::int64_t h,
 inline void dropout_factors(const DropoutRng& rng, std::int64_t b, std::int64_t h,
                             std::int64_t row_begin, std::int64_t rows, std::int64_t key_begin,
                             std::int64_t cols, float* factors) {
-  std::fill(factors, factors + rows * cols, 1.0f);
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = factors + r * cols;
-    for_each_dropout_factor(rng, b, h, row_begin + r, key_begin, cols,
-                            [row](std::int64_t c, float factor) { row[c] = factor; });
+    cpu_vector::dropout_factors(rng, static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(h),
+                                static_cast<std::uint32_t>(row_begin + r), key_begin, cols, factors + r * cols);
   }
 }
 
-// ---- Tile products (on-chip, nothing counted) ----------------------------------
+// ---- Tile products (on-chip, nothing counted): the BLAS on the calling thread --
 
 inline float dot(const float* a, const float* b, std::int64_t n) {
   float sum = 0.0f;
@@ -193,37 +204,19 @@ inline float dot(const float* a, const float* b, std::int64_t n) {
 // c (rows x cols) = alpha * a (rows x d) * b^T (b: cols x d)
 inline void multiply_abt(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
                          std::int64_t d, float alpha, float* c) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t k = 0; k < cols; ++k) c[r * cols + k] = alpha * dot(a + r * d, b + k * d, d);
-  }
+  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, cols, d, alpha, a, d, b, d, 0.0f, c, cols);
 }
 
-// c (rows x d) += alpha * a (rows x cols) * b (cols x d)
-inline void accumulate_ab(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
-                          std::int64_t d, float alpha, float* c) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* c_row = c + r * d;
-    for (std::int64_t k = 0; k < cols; ++k) {
-      const float weight = alpha * a[r * cols + k];
-      const float* b_row = b + k * d;
-#pragma omp simd
-      for (std::int64_t x = 0; x < d; ++x) c_row[x] += weight * b_row[x];
-    }
-  }
+// c (rows x d) += alpha * a (rows x cols, row stride lda) * b (cols x d)
+inline void accumulate_ab(const float* a, std::int64_t lda, const float* b, std::int64_t rows,
+                          std::int64_t cols, std::int64_t d, float alpha, float* c) {
+  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, cols, alpha, a, lda, b, d, 1.0f, c, d);
 }
 
-// c (cols x d) += alpha * a^T (a: rows x cols) * b (rows x d)
-inline void accumulate_atb(const float* a, const float* b, std::int64_t rows, std::int64_t cols,
-                           std::int64_t d, float alpha, float* c) {
-  for (std::int64_t k = 0; k < cols; ++k) {
-    float* c_row = c + k * d;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float weight = alpha * a[r * cols + k];
-      const float* b_row = b + r * d;
-#pragma omp simd
-      for (std::int64_t x = 0; x < d; ++x) c_row[x] += weight * b_row[x];
-    }
-  }
+// c (cols x d) += alpha * a^T (a: rows x cols, row stride lda) * b (rows x d)
+inline void accumulate_atb(const float* a, std::int64_t lda, const float* b, std::int64_t rows,
+                           std::int64_t cols, std::int64_t d, float alpha, float* c) {
+  blas::sgemm(blas::Op::transpose, blas::Op::none, cols, d, rows, alpha, a, lda, b, d, 1.0f, c, d);
 }
 
 // ---- Masks -----------------------------------------------------------------------

@@ -27,7 +27,11 @@ step() { printf '[device-check %4ds] %s\n' $((SECONDS - started)) "$*" | tee -a 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
 prefix=()
-[[ -d .deps/usr ]] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+if [[ -d .deps/usr ]]; then
+  prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/usr")
+  # OpenBLAS's own dependencies (libgfortran) are found through the loader's path.
+  export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$(gcc -print-multiarch)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers the headers, static libraries and CMake package files attnbench builds
-# against (nlohmann/json, CLI11, GoogleTest, Google Benchmark, Boost.Context)
-# into .deps/usr,
+# against (nlohmann/json, CLI11, GoogleTest, Google Benchmark, Boost.Context,
+# OpenBLAS's OpenMP build with the Fortran runtime it loads) into .deps/usr,
 # laid out as under /usr so their CMake config files resolve inside it. The GPU
 # machine has nvcc, CMake and ninja but no Debian -dev packages and no network:
 # .deps travels there with the check (device tool: carry [".deps"]) and
@@ -16,7 +16,11 @@ paths=(
   /usr/include/gtest /usr/include/gmock "/usr/lib/$multiarch/cmake/GTest"
   /usr/include/benchmark "/usr/lib/$multiarch/cmake/benchmark"
   /usr/include/re2
+  "/usr/include/$multiarch/openblas-openmp"
 )
+for file in "/usr/lib/$multiarch"/openblas-openmp/libopenblas*.so* "/usr/lib/$multiarch"/lib{gfortran,quadmath}.so.*; do
+  paths+=("$file")
+done
 for library in libgtest.a libgtest_main.a libgmock.a libgmock_main.a libbenchmark_main.a libbenchmark.so libre2.so; do
   paths+=("/usr/lib/$multiarch/$library")
 done

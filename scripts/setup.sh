@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make git binutils nlohmann-json3-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev
-          libboost-context-dev libre2-dev)
+          libboost-context-dev libre2-dev libopenblas-openmp-dev)
 
 if [[ $(id -u) -eq 0 ]]; then
   sudo_cmd=()

@@ -52,28 +52,29 @@ Bytes flash_backward(const Shape& s) {
   return {s.batch * s.kv_heads * read, s.batch * s.kv_heads * write};
 }
 
-// cpu.standard forward, per (b, h): S = tau Q K^T reads Q once and K once per Q
-// block and writes S; the softmax reads S and writes P and LSE; O = P V reads P,
-// V once per Q block and writes O.
+// cpu.standard forward: K and V loaded once per (b, kv head) (2 e d a key);
+// per (b, h): Q loaded once; S = tau Q K^T writes S; the softmax reads S and
+// writes P and LSE; O = P V reads P and writes O.
 Bytes standard_forward(const Shape& s) {
-  const std::int64_t read = s.e * s.nq * s.d + 2 * s.tq() * s.e * s.nk * s.d + 8 * s.nq * s.nk;
-  const std::int64_t write = 8 * s.nq * s.nk + 4 * s.nq + 4 * s.nq * s.d;
-  return {s.batch * s.heads * read, s.batch * s.heads * write};
+  const std::int64_t read = s.batch * s.heads * (s.e * s.nq * s.d + 8 * s.nq * s.nk) +
+                            s.batch * s.kv_heads * 2 * s.e * s.nk * s.d;
+  const std::int64_t write = s.batch * s.heads * (8 * s.nq * s.nk + 4 * s.nq + 4 * s.nq * s.d);
+  return {read, write};
 }
 
-// cpu.standard backward, per (b, kv head), for each of its G query heads:
-//   D:           read dO, O (e d + 4 d a row), write D (4)
-//   dP~ = dO V^T: read dO once, V once per Q block, write dP~ (4 Nq Nk)
-//   dS:          read P, dP~ (8 Nq Nk) and D (4 a row), write dS (4 Nq Nk)
-//   dV, dK:      each reads its tile (P or dS: 4 Nq Nk), dO or Q once per K block,
-//                the stored dV/dK tile after the first head (4 Nk d), writes 4 Nk d
-//   dQ:          reads dS (4 Nq Nk), K once per Q block, writes dQ (4 Nq d)
+// cpu.standard backward, per (b, kv head): K and V loaded once (2 e d a key);
+// for each of its G query heads, Q and dO loaded once (2 e d a row), then
+//   per Q block: O (4 d a row; D stays on chip); dP~ = dO V^T writes dP~
+//                (4 Nq Nk); dS reads P and dP~ (8 Nq Nk) and writes dS (4 Nq Nk);
+//                dQ = tau dS K reads dS (4 Nq Nk) and writes dQ (4 Nq d)
+//   per K block: dV and dK each read their column panel (P or dS: 4 Nq Nk in
+//                all) and, after the first head, the stored dV/dK block (4 Nk d);
+//                each writes 4 Nk d
 Bytes standard_backward(const Shape& s) {
   const std::int64_t g = s.group();
-  const std::int64_t read = g * ((2 * s.e + 4) * s.nq * s.d + 2 * s.tq() * s.e * s.nk * s.d +
-                                 2 * s.tk() * s.e * s.nq * s.d + 20 * s.nq * s.nk + 4 * s.nq) +
-                            (g - 1) * 8 * s.nk * s.d;
-  const std::int64_t write = g * (4 * s.nq + 8 * s.nq * s.nk + 8 * s.nk * s.d + 4 * s.nq * s.d);
+  const std::int64_t read =
+      2 * s.e * s.nk * s.d + g * ((2 * s.e + 4) * s.nq * s.d + 20 * s.nq * s.nk) + (g - 1) * 8 * s.nk * s.d;
+  const std::int64_t write = g * (8 * s.nq * s.nk + 8 * s.nk * s.d + 4 * s.nq * s.d);
   return {s.batch * s.kv_heads * read, s.batch * s.kv_heads * write};
 }
 
@@ -122,6 +123,23 @@ std::string width_name(const ::testing::TestParamInfo<ElementType>& param_info) 
 
 INSTANTIATE_TEST_SUITE_P(InputWidths, ClosedForm,
                          ::testing::Values(ElementType::bf16, ElementType::f64), width_name);
+
+// Without grouped heads the materializing forward moves exactly what the
+// paper's standard model says (S, P at 4 bytes), masked or padded or not: it
+// computes the whole padded grid.
+TEST(CountedTraffic, StandardForwardIsTheStandardModelExactly) {
+  Problem p = problem_of(Shape{2, 3, 3, 77, 50, 24, 16, 32, 2});
+  p.mask = MaskSpec{true, true, 9, -1};
+  p.padding.kind = PaddingSpec::Kind::random;
+  p.padding.shortfall_max = 20;
+  p.direction = Direction::fwd;
+  finish_problem(p);
+  Implementation& standard = implementation("cpu.standard");
+  const Outputs out = run(standard, p, make_inputs(p, 3), 2, false);
+  const TrafficModel model = *standard.modelled_traffic(p);
+  EXPECT_EQ(out.forward_read, static_cast<std::uint64_t>(model.bytes().read));
+  EXPECT_EQ(out.forward_write, static_cast<std::uint64_t>(model.bytes().write));
+}
 
 TEST(CountedTraffic, FlashForwardBytesFallAsBlockKGrows) {
   std::vector<std::uint64_t> bytes;

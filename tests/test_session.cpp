@@ -1,7 +1,8 @@
 // The harness's own OpenMP threads around a host measurement (harness/measure/session.hpp,
 // harness/measure/openmp_threads.hpp): input generation uses the run's thread count, and
 // while samples are timed the only threads of the process are the timed call's
-// own team, whatever teams earlier work left behind. Thread counts, not wall
+// own team, whatever teams earlier work left behind; the BLAS's threads are
+// among them. Thread counts, not wall
 // time, so a loaded machine cannot change the verdict.
 #include "harness/measure/session.hpp"
 
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/blas.hpp"
 #include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
@@ -125,6 +127,58 @@ TEST_F(HarnessThreads, OnlyTheTimedCallsTeamRunsWhileSamplesAreTimed) {
     }
     EXPECT_TRUE(threads_become(1)) << "no idle workers are left to spin after the measurement";
   }
+}
+
+// The BLAS's threads are the OpenMP runtime's (harness/blas.hpp): a call from
+// a one-thread team starts no thread of its own, a team's calls run on its
+// threads, sgemm_parallel uses the threads it is given, and the release of
+// idle workers ends them too.
+class BlasThreads : public HarnessThreads {
+ protected:
+  // Large enough that the library would split it over threads if it could.
+  static constexpr std::int64_t kSize = 256;
+  std::vector<float> a = std::vector<float>(kSize * kSize, 0.5f);
+  std::vector<float> b = std::vector<float>(kSize * kSize, 0.25f);
+  std::vector<float> c = std::vector<float>(kSize * kSize);
+};
+
+TEST_F(BlasThreads, ACallFromAOneThreadTeamRunsOnThatThread) {
+  int during = 0;
+#pragma omp parallel num_threads(1)
+  {
+    blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
+                c.data(), kSize);
+    during = process_thread_count();
+  }
+  EXPECT_EQ(during, 1);
+  EXPECT_EQ(process_thread_count(), 1);
+  EXPECT_FLOAT_EQ(c[0], 0.5f * 0.25f * kSize);
+}
+
+TEST_F(BlasThreads, CallsFromATeamRunOnItsThreadsOnly) {
+  int during = 0;
+#pragma omp parallel num_threads(2)
+  {
+    blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
+                c.data(), kSize);
+#pragma omp barrier
+#pragma omp single
+    during = process_thread_count();
+  }
+  EXPECT_EQ(during, 2);
+}
+
+TEST_F(BlasThreads, TheParallelCallUsesItsThreadsAndTheReleaseEndsThem) {
+  blas::sgemm_parallel(2, blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(),
+                       kSize, 0.0f, c.data(), kSize);
+  EXPECT_EQ(process_thread_count(), 2) << "the library's worker stays until released";
+  release_idle_openmp_threads();
+  EXPECT_TRUE(threads_become(1));
+  // And the one-thread setting is back for the next call.
+#pragma omp parallel num_threads(1)
+  blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
+              c.data(), kSize);
+  EXPECT_EQ(process_thread_count(), 1);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "harness/backend.hpp"
+#include "harness/blas.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
 #include "harness/format.hpp"
@@ -36,7 +37,8 @@ int command_info(bool as_json) {
                       {"git_revision", git_revision()},
                       {"build_type", build_type()},
                       {"compiler", compiler_id()},
-                      {"cuda_built", cuda_built()}}},
+                      {"cuda_built", cuda_built()},
+                      {"blas", blas::library_json()}}},
             {"host", {{"hostname", host.hostname},
                       {"os", host.os},
                       {"cpu_model", host.cpu_model},
@@ -85,6 +87,9 @@ int command_info(bool as_json) {
   }
   std::printf("attnbench %s (git %s, %s, %s, CUDA %s)\n", tool_version(), git_revision(), build_type(),
               compiler_id(), cuda_built() ? "built" : "not built");
+  const blas::Library& library = blas::library();
+  std::printf("BLAS: %s (%s kernels, %s threads)\n", library.identity().c_str(), library.core.c_str(),
+              library.threading.c_str());
   std::printf("host: %s, %s, %s, %d logical CPUs\n", host.hostname.c_str(), host.os.c_str(), host.cpu_model.c_str(),
               host.logical_cpus);
   std::printf("  %d CPUs available (%s); last-level cache %s (level %d, %s)\n", host.available_cpus.count,

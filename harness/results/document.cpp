@@ -220,6 +220,8 @@ void ResultsDocument::set_filter(const std::string& filter) {
   document_["filter"] = filter.empty() ? Json(nullptr) : Json(filter);
 }
 
+void ResultsDocument::set_blas(const Json& blas) { document_["tool"]["blas"] = blas; }
+
 void ResultsDocument::set_plugins(const Json& plugins) {
   if (plugins.empty()) {
     document_.erase("plugins");

@@ -81,6 +81,8 @@ class ResultsDocument {
   // load averages, null where the OS does not say.
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
   void set_filter(const std::string& filter);  // "" for none (null)
+  // tool.blas: the BLAS library of the CPU implementations (harness/blas.hpp).
+  void set_blas(const nlohmann::ordered_json& blas);
   // The plug-ins the run's implementations come from (plugins_json of
   // harness/plugin/loader.hpp); an empty list leaves the key out.
   void set_plugins(const nlohmann::ordered_json& plugins);

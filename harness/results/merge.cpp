@@ -136,6 +136,27 @@ Json merged_scenarios(const std::vector<MergeInput>& inputs) {
   return scenarios;
 }
 
+// The CPU implementations' BLAS is part of a build's identity: records of two
+// do not mix (another git revision alone only earns a note). A file that
+// records none (an older one, or a peer's such as scripts/torch_peer.py's)
+// merges with any.
+void check_blas(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  const MergeInput* first = nullptr;
+  for (const MergeInput& input : inputs) {
+    const Json blas = blas_identity(input.document);
+    if (blas.is_null()) continue;
+    if (!first) {
+      first = &input;
+      continue;
+    }
+    const Json expected = blas_identity(first->document);
+    if (blas == expected) continue;
+    problems.push_back({input.path, "tool.blas",
+                        "was made with BLAS " + blas.get<std::string>() + " but " + first->path + " with " +
+                            expected.get<std::string>() + ": records of two BLAS libraries do not mix"});
+  }
+}
+
 // Shard counts and indices; returns the missing shards of a sharded run.
 std::vector<std::string> check_shards(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
   const MergeInput* first_sharded = nullptr;
@@ -358,6 +379,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   if (inputs.empty()) throw InputError("merge: no input files");
   std::vector<Diagnostic> problems;
   if (!options.allow_mixed_scenarios) check_scenarios(inputs, problems);
+  check_blas(inputs, problems);
   const std::vector<std::string> missing_shards = check_shards(inputs, problems);
   check_records_belong(inputs, problems);
   check_duplicates(inputs, problems);

@@ -81,6 +81,12 @@ std::vector<std::string> scenario_definition_differences(const Json& a, const Js
   return differences;
 }
 
+Json blas_identity(const Json& document) {
+  if (!document["tool"].contains("blas")) return nullptr;
+  const Json& blas = document["tool"]["blas"];
+  return blas["name"].get<std::string>() + " " + blas["version"].get<std::string>();
+}
+
 Json run_identity(const Json& document) {
   Json scenarios = Json::array();
   for (const Json& scenario : document["scenarios"]) {
@@ -90,12 +96,14 @@ Json run_identity(const Json& document) {
                              {"accuracy", scenario["accuracy"]},
                              {"implementations", scenario["implementations"]}});
   }
-  return Json{{"git_revision", document["tool"]["git_revision"]},
-              {"plugins", plugin_builds(document)},
-              {"threads", document["threads"]},
-              {"filter", document.contains("filter") ? document["filter"] : Json(nullptr)},
-              {"shard", document["shard"]},
-              {"scenarios", std::move(scenarios)}};
+  Json identity{{"git_revision", document["tool"]["git_revision"]},
+                {"plugins", plugin_builds(document)},
+                {"threads", document["threads"]},
+                {"filter", document.contains("filter") ? document["filter"] : Json(nullptr)},
+                {"shard", document["shard"]},
+                {"scenarios", std::move(scenarios)}};
+  if (document["tool"].contains("blas")) identity["blas"] = blas_identity(document);
+  return identity;
 }
 
 Json plugin_builds(const Json& document) {
@@ -139,6 +147,13 @@ std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& 
     problems.push_back({file, "tool.git_revision",
                         "the run was made by build " + shown(saved["git_revision"]) + ", this is build " +
                             shown(current["git_revision"]) + "; records of two builds do not mix: continue it with "
+                            "the build that started it"});
+  }
+  const Json saved_blas = saved.value("blas", Json()), current_blas = current.value("blas", Json());
+  if (saved_blas != current_blas) {
+    problems.push_back({file, "tool.blas",
+                        "the run's CPU implementations used BLAS " + option(saved_blas) + ", this build's use " +
+                            option(current_blas) + "; records of two BLAS libraries do not mix: continue it with "
                             "the build that started it"});
   }
   const Json no_plugins = Json::object();

@@ -1,7 +1,7 @@
 // When records of different runs may share one results file: the comparison
 // `run --resume` and `merge` both make, in one place.
 // - A run's identity: everything that shapes its records or which records it
-//   makes — the tool's git revision and its plug-ins' builds, threads,
+//   makes — the tool's git revision and BLAS, its plug-ins' builds, threads,
 //   --filter, --shard, and per
 //   scenario the file as given (`source`), the effective `measure` and
 //   `accuracy` settings (compared as whole objects, so a setting added later is
@@ -36,9 +36,14 @@ std::string join_differences(const std::vector<std::string>& differences);
 std::vector<std::string> scenario_definition_differences(const nlohmann::ordered_json& a,
                                                          const nlohmann::ordered_json& b);
 
+// "OpenBLAS 0.3.21": the name and version of the BLAS a results document's
+// build used (tool.blas), null for a file that records none.
+nlohmann::ordered_json blas_identity(const nlohmann::ordered_json& results_document);
+
 // The identity of the run a results document holds (see above):
 // {"git_revision", "plugins", "threads", "filter", "shard", "scenarios":
-// [{"name", "source", "measure", "accuracy", "implementations"}]}.
+// [{"name", "source", "measure", "accuracy", "implementations"}]}, and "blas"
+// where the file records one.
 nlohmann::ordered_json run_identity(const nlohmann::ordered_json& results_document);
 
 // The builds of the plug-in implementations a results document's records come

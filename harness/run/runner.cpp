@@ -12,6 +12,7 @@
 
 #include "harness/measure/accuracy.hpp"
 #include "harness/backend.hpp"
+#include "harness/blas.hpp"
 #include "harness/errors.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/format.hpp"
@@ -401,6 +402,8 @@ class ScenarioRunner {
                             {"output_bytes", memory.outputs},
                             {"workspace_bytes", memory.workspace},
                             {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    const Json outside_arena = implementation.memory_outside_arena();
+    if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
 
     Json& traffic = record["traffic"];
@@ -840,6 +843,7 @@ int run_scenarios(const RunOptions& options) {
   ResultsDocument document(options.command_line, threads);
   document.set_shard(options.shard);
   document.set_filter(options.filter);
+  document.set_blas(blas::library_json());
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
   document.set_scenarios(scenarios_json(plan));

@@ -77,7 +77,7 @@ TEST_F(Hopper, AnMbarrierPhaseOrdersArrivalsBeforeTheThreadsThatObserveIt) {
   float* in = take<float>(32, "in");
   float* out = take<float>(32, "out");
   for (int i = 0; i < 32; ++i) in[i] = static_cast<float>(10 * i);
-  for (const Handoff right : {Handoff::right, Handoff::relay}) {
+  for (const Handoff right : {Handoff::right, Handoff::relay, Handoff::hinted}) {
     EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_handoff(in, out, right); }), "");
     for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], in[(t + 1) % 32]) << t;
   }
@@ -88,6 +88,17 @@ TEST_F(Hopper, AnMbarrierPhaseOrdersArrivalsBeforeTheThreadsThatObserveIt) {
     EXPECT_NE(report.find("shared memory race"), std::string::npos) << static_cast<int>(wrong) << report;
     expect_finding(report, "no barrier, mbarrier phase or completed wait orders the two", "mbarrier_handoff_kernel");
   }
+}
+
+// Threads that arrive and wait with the state mbarrier.arrive returned.
+TEST_F(Hopper, TheStateAnArriveReturnsWaitsForItsPhase) {
+  float* in = take<float>(64, "in");
+  float* out = take<float>(64, "out");
+  for (int i = 0; i < 64; ++i) in[i] = static_cast<float>(3 * i);
+  EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_arrive_and_wait(in, out, true); }), "");
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(out[t], in[(t + 1) % 64]) << t;
+  expect_finding(report_of([&] { return cudasim_test::mbarrier_arrive_and_wait(in, out, false); }),
+                 "shared memory race (read after write)", "mbarrier_arrive_and_wait_kernel");
 }
 
 TEST_F(Hopper, NamedBarrierThreadCountsMustAgree) {
@@ -224,6 +235,9 @@ TEST_F(Hopper, TmaLoadMisusesAreReported) {
   EXPECT_NE(never.find("mbarrier phase that can never complete"), std::string::npos) << never;
   EXPECT_NE(never.find("1 of 1 arrivals pending"), std::string::npos) << never;
   expect_finding(load(TmaLoad::init_not_fenced), "mbarrier.init not fenced for the async proxy", kernel);
+  expect_finding(load(TmaLoad::init_not_synchronised), "mbarrier used before its initialisation is visible", kernel);
+  EXPECT_EQ(load(TmaLoad::separate_expect_tx), "");
+  expect_finding(load(TmaLoad::used_after_inval), "mbarrier operation on memory holding no mbarrier object", kernel);
   expect_finding(load(TmaLoad::barrier_overwritten), "mbarrier object accessed by an ordinary load or store", kernel);
 }
 

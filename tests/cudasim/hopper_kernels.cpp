@@ -74,10 +74,33 @@ __global__ void mbarrier_handoff_kernel(const float* in, float* out, Handoff var
       if (t == 0) attnbench::mbarrier_wait_parity(barrier, 0);
       if (variant == Handoff::relay) attnbench::named_barrier_sync(1, 32);
       break;
+    case Handoff::hinted:
+      while (!attnbench::mbarrier_try_wait_parity(barrier, 0, 1000)) {
+      }
+      break;
     case Handoff::no_sync:
       break;
   }
   out[t] = tile[(t + 1) % 32];
+}
+
+__global__ void mbarrier_arrive_and_wait_kernel(const float* in, float* out, bool wait) {
+  unsigned char* smem = dynamic_shared_memory();
+  const std::uint32_t barrier = shared_address(smem);
+  float* tile = reinterpret_cast<float*>(smem + 128);
+  const unsigned t = threadIdx.x;
+  if (t == 0) {
+    attnbench::mbarrier_init(barrier, 64);
+    attnbench::fence_mbarrier_init();
+  }
+  __syncthreads();
+  tile[t] = in[t];
+  const std::uint64_t state = attnbench::mbarrier_arrive(barrier);
+  if (wait) {
+    while (!attnbench::mbarrier_try_wait(barrier, state)) {
+    }
+  }
+  out[t] = tile[(t + 1) % 64];
 }
 
 // ---- TMA -----------------------------------------------------------------------------
@@ -99,10 +122,13 @@ __global__ void tma_load_box_kernel(const __grid_constant__ CUtensorMap map, Box
     attnbench::mbarrier_init(barrier, 1);
     if (load.variant != TmaLoad::init_not_fenced) attnbench::fence_mbarrier_init();
   }
-  __syncthreads();
+  if (load.variant != TmaLoad::init_not_synchronised) __syncthreads();
   if (t == 0) {
     if (load.variant == TmaLoad::barrier_overwritten) *reinterpret_cast<std::uint32_t*>(smem + barrier_offset) = 0;
-    if (load.variant != TmaLoad::never_arrives) {
+    if (load.variant == TmaLoad::separate_expect_tx) {
+      attnbench::mbarrier_expect_tx(barrier, load.bytes);
+      attnbench::mbarrier_arrive(barrier);
+    } else if (load.variant != TmaLoad::never_arrives) {
       attnbench::mbarrier_arrive_expect_tx(barrier, load.bytes - (load.variant == TmaLoad::expect_short ? 16 : 0));
     }
     if (load.variant == TmaLoad::extra_arrival) attnbench::mbarrier_arrive(barrier);
@@ -132,6 +158,13 @@ __global__ void tma_load_box_kernel(const __grid_constant__ CUtensorMap map, Box
   }
   const auto* values = reinterpret_cast<const std::uint16_t*>(smem);
   for (std::uint32_t i = t; i < load.bytes / 2; i += 32) out[i] = values[i];
+  // Done with the mbarrier: invalidated, its memory may be reused.
+  __syncwarp();
+  if (t == 0) {
+    attnbench::mbarrier_inval(barrier);
+    if (load.variant == TmaLoad::used_after_inval) attnbench::mbarrier_wait_parity(barrier, 0);
+    *reinterpret_cast<std::uint64_t*>(smem + barrier_offset) = 0;
+  }
 }
 
 // Row pitch of the packed test tensors: dimension 0 rounded up to 8 elements (16 bytes).
@@ -312,6 +345,9 @@ int named_barrier_handoff(const float* in, float* out, Handoff variant) {
 }
 int mbarrier_handoff(const float* in, float* out, Handoff variant) {
   return run(&mbarrier_handoff_kernel, 64, 256, in, out, variant);
+}
+int mbarrier_arrive_and_wait(const float* in, float* out, bool wait) {
+  return run(&mbarrier_arrive_and_wait_kernel, 64, 512, in, out, wait);
 }
 
 int tma_load_box(const std::uint16_t* tensor, int rank, const std::uint64_t* dims, const std::uint32_t* box,

@@ -17,14 +17,19 @@ enum class Handoff {
   no_sync,           // the readers skip the synchronisation
   wrong_parity,      // mbarrier: the reader waits for parity 1 (the phase before), which returns at once
   relay,             // mbarrier: one reader waits, then bar.sync passes the phase on to the rest
-  relay_without_bar  // … the rest read without the bar.sync
+  relay_without_bar,  // … the rest read without the bar.sync
+  hinted             // mbarrier: the readers wait with a suspend-time hint
 };
 // 128 threads: warps 0-1 write tile[t] = in[t], then bar.arrive 1, 128;
 // warps 2-3 bar.sync 1, 128 and write out[t - 64] = tile[t - 64].
 int named_barrier_handoff(const float* in, float* out, Handoff variant);
-// 64 threads: warp 0 writes tile[t] = in[t] and arrives on an mbarrier of 32
-// arrivals; warp 1 waits for phase 0 and writes out[t - 32] = tile[t - 32].
+// 64 threads: warp 1 writes tile[t - 32] = in[t - 32] and arrives on an
+// mbarrier of 32 arrivals; warp 0 waits for phase 0 and writes out[t] =
+// tile[(t + 1) % 32].
 int mbarrier_handoff(const float* in, float* out, Handoff variant);
+// 64 threads write tile[t] = in[t], arrive on an mbarrier of 64 arrivals and
+// (when `wait`) wait with the state mbarrier.arrive returned; out[t] = tile[(t + 1) % 64].
+int mbarrier_arrive_and_wait(const float* in, float* out, bool wait);
 
 // ---- TMA ---------------------------------------------------------------------------
 
@@ -36,14 +41,18 @@ enum class TmaLoad {
   extra_arrival,      // a second arrive-on on an mbarrier of one arrival
   never_arrives,      // nobody arrives: the phase never completes
   init_not_fenced,    // no fence.mbarrier_init after mbarrier.init
-  barrier_overwritten  // a thread stores to the mbarrier's bytes while it is in use
+  init_not_synchronised,  // no __syncthreads between mbarrier.init and the other threads' waits
+  barrier_overwritten,  // a thread stores to the mbarrier's bytes while it is in use
+  separate_expect_tx,   // mbarrier.expect_tx, then a plain arrive (right)
+  used_after_inval      // a thread waits on the mbarrier after mbarrier.inval
 };
 // A tensor of 16-bit elements (`rank` dimensions, `dims` innermost first, rows
 // packed: element i of dimension 0 at index i, strides the product of the
 // inner dims rounded up to 8 elements), its box of `box` elements at
 // `coordinates` loaded by one thread into shared memory with swizzle `swizzle`
 // (0 none, 1: 32B, 2: 64B, 3: 128B as CUtensorMapSwizzle); 32 threads then
-// copy the shared bytes, in shared-memory order, to `out` (box bytes / 2 values).
+// copy the shared bytes, in shared-memory order, to `out` (box bytes / 2
+// values), and the mbarrier is invalidated and its bytes reused.
 int tma_load_box(const std::uint16_t* tensor, int rank, const std::uint64_t* dims, const std::uint32_t* box,
                  const std::int32_t* coordinates, int swizzle, std::uint16_t* out, TmaLoad variant);
 

@@ -6,15 +6,31 @@
 namespace cudasim {
 
 void HappensBefore::begin_cta(int threads) {
+  Clock highest = std::max(base_, highest_counted_);
+  if (threads == threads_ && !clocks_.empty()) {
+    for (int t = 0; t < threads_; ++t) highest = std::max(highest, clock(t)[t]);
+    for (const Clock agent : agent_clocks_) highest = std::max(highest, agent);
+  }
   threads_ = threads;
   agents_ = 0;
-  stride_ = static_cast<std::size_t>(threads) + kMaxAgents;
-  clocks_.assign(static_cast<std::size_t>(threads) * stride_, 0);
-  for (int t = 0; t < threads; ++t) mutable_clock(t)[t] = 1;
-  agent_clocks_.assign(kMaxAgents, 0);
+  const std::size_t stride = static_cast<std::size_t>(threads) + kMaxAgents;
+  constexpr Clock kRestart = Clock{1} << 31;  // far below wrapping: clear everything and start again
+  if (stride != stride_ || clocks_.empty() || highest >= kRestart) {
+    stride_ = stride;
+    clocks_.assign(static_cast<std::size_t>(threads) * stride_, 0);
+    agent_clocks_.assign(kMaxAgents, 0);
+    highest = 0;
+  }
+  highest_counted_ = 0;
+  base_ = highest + 1;
+  for (int t = 0; t < threads; ++t) mutable_clock(t)[t] = base_;
+  std::fill(agent_clocks_.begin(), agent_clocks_.end(), base_);
+  joined_.assign(stride_, 0);
   agent_names_.clear();
-  proxy_fences_.assign(static_cast<std::size_t>(threads), {});
-  mbarrier_init_fences_.assign(static_cast<std::size_t>(threads), {});
+  proxy_fences_.resize(static_cast<std::size_t>(threads));
+  mbarrier_init_fences_.resize(static_cast<std::size_t>(threads));
+  for (auto& fences : proxy_fences_) fences.clear();
+  for (auto& fences : mbarrier_init_fences_) fences.clear();
 }
 
 int HappensBefore::new_agent(std::string name) {
@@ -49,11 +65,11 @@ void HappensBefore::acquire(int thread, Epoch epoch) {
 }
 
 void HappensBefore::synchronize(const std::vector<int>& participants) {
-  std::vector<Clock> joined = empty_clock();
-  for (const int t : participants) join_into(joined, t);
   const int used = slots();
+  std::fill(joined_.begin(), joined_.begin() + used, 0);
+  for (const int t : participants) join_into(joined_, t);
   for (const int t : participants) {
-    std::copy(joined.begin(), joined.begin() + used, mutable_clock(t));
+    std::copy(joined_.begin(), joined_.begin() + used, mutable_clock(t));
     tick(t);
   }
 }

@@ -19,6 +19,7 @@
 // clock) names one vector clock: the shadow's read sets rely on it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,7 +39,9 @@ class HappensBefore {
   // Agent slots a CTA may use (mbarriers, warpgroups, bulk-copy threads).
   static constexpr int kMaxAgents = 256;
 
-  // A new CTA of `threads` threads: each thread's own clock at 1, the rest 0.
+  // A new CTA of `threads` threads: each thread's own clock at the CTA's base,
+  // which is above every clock of the CTAs before it, so the clocks they left
+  // behind count as 0 (nothing known) and need no clearing.
   void begin_cta(int threads);
 
   int threads() const { return threads_; }
@@ -58,6 +61,12 @@ class HappensBefore {
   const std::string& agent_name(int slot) const { return agent_names_[static_cast<std::size_t>(slot - threads_)]; }
   // The agent's next epoch (its clock advances by one).
   Epoch tick_agent(int slot);
+  // The epoch of the `count`-th operation of an agent that counts its own
+  // (wgmma groups, bulk groups): operation n happens before n + 1.
+  Epoch counted_epoch(int slot, Clock count) {
+    highest_counted_ = std::max(highest_counted_, base_ + count);
+    return Epoch{static_cast<std::uint16_t>(slot), base_ + count};
+  }
   Clock agent_clock(int slot) const { return agent_clocks_[static_cast<std::size_t>(slot - threads_)]; }
 
   // Thread t publishes everything it has seen into `into` (release).
@@ -87,6 +96,9 @@ class HappensBefore {
 
   int threads_ = 0;
   int agents_ = 0;
+  Clock base_ = 0;  // the first clock of this CTA
+  Clock highest_counted_ = 0;
+  std::vector<Clock> joined_;  // synchronize()'s scratch
   std::size_t stride_ = 0;
   std::vector<Clock> clocks_;                      // threads_ rows of stride_
   std::vector<Clock> agent_clocks_;                // each agent's latest epoch

@@ -136,9 +136,9 @@ unsigned char* SharedMemory::access(SimThread& thread, std::uint32_t address, st
     } else if (kind == SharedAccess::async_land) {
       for (std::size_t i = 0; i < bytes; ++i) {
         Shadow& s = shadow_[address + i];
-        s.flags = static_cast<std::uint8_t>(s.flags & ~(kPending | kPendingTma | kReadSet));
+        s.flags = static_cast<std::uint16_t>(s.flags & ~(kPending | kPendingTma | kReadSet)) & 0xf;
         s.write_clock = accessor.epoch.clock;
-        s.writer = accessor.epoch.slot;
+        s.writer = accessor.epoch.slot & 0xfff;
         s.read = 0;
       }
     } else {
@@ -170,9 +170,9 @@ unsigned char* SharedMemory::async_write_land(std::uint32_t address, std::size_t
   if (sanitize_) {
     for (std::size_t i = 0; i < bytes; ++i) {
       Shadow& s = shadow_[address + i];
-      s.flags = static_cast<std::uint8_t>(s.flags & ~(kPending | kPendingTma | kReadSet));
+      s.flags = static_cast<std::uint16_t>(s.flags & ~(kPending | kPendingTma | kReadSet)) & 0xf;
       s.write_clock = epoch.clock;
-      s.writer = epoch.slot;
+      s.writer = epoch.slot & 0xfff;
       s.read = 0;
     }
   }
@@ -187,7 +187,7 @@ void SharedMemory::begin_mbarrier(SimThread& thread, std::uint32_t address, cons
     Shadow& s = shadow_[address + i];
     s = Shadow{};
     s.write_clock = order_->now(thread.linear).clock;
-    s.writer = static_cast<std::uint16_t>(thread.linear);
+    s.writer = static_cast<std::uint16_t>(thread.linear) & 0xfff;
     s.write_site = site;
     s.flags = kMbarrier;
   }
@@ -195,7 +195,7 @@ void SharedMemory::begin_mbarrier(SimThread& thread, std::uint32_t address, cons
 
 void SharedMemory::end_mbarrier(std::uint32_t address) {
   if (!sanitize_) return;
-  for (std::uint32_t i = 0; i < 8; ++i) shadow_[address + i].flags &= static_cast<std::uint8_t>(~kMbarrier);
+  for (std::uint32_t i = 0; i < 8; ++i) shadow_[address + i].flags = shadow_[address + i].flags & ~kMbarrier & 0xf;
 }
 
 std::uint16_t SharedMemory::site_of(const void* pc) {
@@ -235,7 +235,7 @@ void SharedMemory::record_read(Shadow& s, const Accessor& access) {
   const std::uint16_t me = access.epoch.slot;
   const Clock now = access.epoch.clock;
   if (s.read == 0 || (!(s.flags & kReadSet) && (s.reader == me || s.read <= access.ordered_after[s.reader]))) {
-    s.flags = static_cast<std::uint8_t>(s.flags & ~kReadSet);
+    s.flags = s.flags & ~kReadSet & 0xf;
     s.reader = me;
     s.read = now;
     s.read_site = access.site;
@@ -279,11 +279,11 @@ void SharedMemory::record_read(Shadow& s, const Accessor& access) {
   }
   s.read_site = access.site;
   if (result == kInlineResult) {
-    s.flags = static_cast<std::uint8_t>(s.flags & ~kReadSet);
+    s.flags = s.flags & ~kReadSet & 0xf;
     s.reader = me;
     s.read = now;
   } else {
-    s.flags |= kReadSet;
+    s.flags = s.flags | kReadSet;
     s.reader = me;
     s.read = result;
   }
@@ -318,7 +318,7 @@ void SharedMemory::read_bytes(const Accessor& access, std::uint32_t address, std
   bool memo = false;
   for (std::size_t i = 0; i < bytes; ++i) {
     Shadow& s = shadow_[address + i];
-    if (memo && s == before) {
+    if (memo && same(s, before)) {
       s = after;
       continue;
     }
@@ -374,7 +374,7 @@ void SharedMemory::write_bytes(const Accessor& access, std::uint32_t address, st
   bool memo = false;
   for (std::size_t i = 0; i < bytes; ++i) {
     Shadow& s = shadow_[address + i];
-    if (memo && s == before) {
+    if (memo && same(s, before)) {
       s = after;
       continue;
     }
@@ -410,10 +410,10 @@ void SharedMemory::write_bytes(const Accessor& access, std::uint32_t address, st
       }
     }
     s.write_clock = access.epoch.clock;
-    s.writer = access.epoch.slot;
+    s.writer = access.epoch.slot & 0xfff;
     s.write_site = access.site;
     s.read = 0;
-    s.flags = static_cast<std::uint8_t>((s.flags & kMbarrier) | (reserve ? kPending : 0) | (tma ? kPendingTma : 0));
+    s.flags = static_cast<std::uint16_t>((s.flags & kMbarrier) | (reserve ? kPending : 0) | (tma ? kPendingTma : 0)) & 0xf;
     after = s;
     memo = true;
   }

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -92,16 +93,22 @@ class SharedMemory {
   std::string describe_address(std::uint32_t address) const;
 
  private:
-  // What the sanitizer knows of one byte (20 bytes of shadow per byte).
+  // What the sanitizer knows of one byte (16 bytes of shadow per byte).
   struct Shadow {
     Clock write_clock;   // 0: never written
     std::uint32_t read;  // the reader's clock, or a read set (kReadSet); 0: not read since the write
-    std::uint16_t writer, reader;          // slots (happens_before.hpp)
+    std::uint16_t writer : 12;            // slots (happens_before.hpp): threads, then agents
+    std::uint16_t flags : 4;
+    std::uint16_t reader;
     std::uint16_t write_site, read_site;  // program counters, as indexes into sites_
-    std::uint8_t flags;
-    std::uint8_t unused;
-    bool operator==(const Shadow&) const = default;
   };
+  static_assert(sizeof(Shadow) == 16, "two words per byte");
+  static bool same(const Shadow& a, const Shadow& b) {
+    std::uint64_t x[2], y[2];
+    std::memcpy(x, &a, 16);
+    std::memcpy(y, &b, 16);
+    return x[0] == y[0] && x[1] == y[1];
+  }
   static constexpr std::uint8_t kPending = 1;    // an asynchronous copy issued by `writer` is filling it
   static constexpr std::uint8_t kPendingTma = 2;  // … and it is a TMA load (else a cp.async)
   static constexpr std::uint8_t kReadSet = 4;    // `read` indexes read_sets_

@@ -364,7 +364,7 @@ void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates
   std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;
   chunk_addresses(source, store.data.size(), swizzle_of(map.swizzle), chunks, runs);
   const AsyncAccess access{"TMA store", &t, cta.order().clock(t.linear),
-                           Epoch{static_cast<std::uint16_t>(t.bulk.agent), t.bulk.committed_count + 1}, pc};
+                           cta.order().counted_epoch(t.bulk.agent, t.bulk.committed_count + 1), pc};
   for (const auto& [address, bytes] : runs) cta.shared().async_read(access, address, bytes);
   for (std::size_t q = 0; q < chunks.size(); ++q) std::memcpy(&store.data[16 * q], cta.shared().base() + chunks[q], 16);
   for_each_box_row(map, coordinates, [&](std::size_t offset, std::uint64_t global, std::int64_t first, std::int64_t end) {
@@ -399,7 +399,7 @@ void bulk_wait_group(int pending, bool reads_only) {
   if (t.bulk.committed_count > keep + t.bulk.read_complete) {
     t.bulk.read_complete = t.bulk.committed_count - keep;
     if (t.cta->sanitize() && t.bulk.agent >= 0) {
-      t.cta->order().acquire(t.linear, Epoch{static_cast<std::uint16_t>(t.bulk.agent), t.bulk.read_complete});
+      t.cta->order().acquire(t.linear, t.cta->order().counted_epoch(t.bulk.agent, t.bulk.read_complete));
     }
   }
   if (reads_only) return;

@@ -161,7 +161,7 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
   warpgroup_collective(CollectiveKind::wgmma_mma, encode(shape), pc, &operands, nullptr, [](WarpgroupState& group,
                                                                                              Cta& cta) {
     const WgmmaShape s = decode(group.qualifiers);
-    const int n = s.n;
+    const int columns = s.n;
     const auto* first = static_cast<const WgmmaThreadOperands*>(group.inputs[0]);
     SimThread& leader = warpgroup_thread(cta, group.index, 0);
     for (int i = 1; i < 128; ++i) {
@@ -179,9 +179,9 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
     // The operands' shared bytes, read by the async proxy on behalf of the warpgroup.
     const std::uint32_t open_group = leader.wgmma.committed + 1;
     const AsyncAccess access{"", &leader, cta.sanitize() ? warpgroup_view(cta, group) : nullptr,
-                             Epoch{static_cast<std::uint16_t>(wgmma_agent(cta, group, leader, group.pc)), open_group},
+                             cta.order().counted_epoch(wgmma_agent(cta, group, leader, group.pc), open_group),
                              group.pc};
-    std::vector<double> a(64 * 16), b(static_cast<std::size_t>(16 * n));
+    std::vector<double> a(64 * 16), b(static_cast<std::size_t>(16 * columns));
     const auto read_operand = [&](std::uint64_t descriptor, bool mn_major, int rows, double negate, bool is_a,
                                   const auto& store) {
       const ptx::MatrixDescriptor decoded = ptx::decode_matrix_descriptor(descriptor);
@@ -229,12 +229,12 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
       read_operand(first->descriptor_a, s.trans_a, 64, s.scale_a, true,
                    [&](int row, int k, double value) { a[static_cast<std::size_t>(row * 16 + k)] = value; });
     }
-    read_operand(first->descriptor_b, s.trans_b, n, s.scale_b, false,
-                 [&](int column, int k, double value) { b[static_cast<std::size_t>(k * n + column)] = value; });
+    read_operand(first->descriptor_b, s.trans_b, columns, s.scale_b, false,
+                 [&](int column, int k, double value) { b[static_cast<std::size_t>(k * columns + column)] = value; });
 
     // The accumulator input of every thread, taken now; the result lands at the wait.
-    std::vector<float> c(static_cast<std::size_t>(64 * n));
-    const int registers = n / 2;
+    std::vector<float> c(static_cast<std::size_t>(64 * columns));
+    const int registers = columns / 2;
     const std::size_t register_bytes = sizeof(float) * static_cast<std::size_t>(registers);
     bool reported = false;
     for (int i = 0; i < 128; ++i) {
@@ -246,7 +246,7 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
       if (chained != t.wgmma.accumulators.end() && !is_chained && !reported) {
         reported = true;
         report(&t, "wgmma on the accumulators of another in flight",
-               "this wgmma.mma_async.m64n" + std::to_string(n) + "k16 uses the accumulator registers of an in-flight "
+               "this wgmma.mma_async.m64n" + std::to_string(columns) + "k16 uses the accumulator registers of an in-flight "
                "wgmma of another shape (only wgmmas of one shape chain without a wgmma.wait_group, 9.7.15.7.1)",
                group.pc, false, chained->pc, "the in-flight wgmma");
       }
@@ -265,11 +265,11 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
       }
       for (int r = 0; r < registers; ++r) {
         const ptx::Element at = ptx::wgmma_accumulator_element(i, r);
-        c[static_cast<std::size_t>(at.row * n + at.column)] =
+        c[static_cast<std::size_t>(at.row * columns + at.column)] =
             is_chained ? chained->values[static_cast<std::size_t>(r)] : mine->d[r];
       }
     }
-    ptx::wgmma_m64nNk16(n, a.data(), b.data(), first->scale_d, c.data());
+    ptx::wgmma_m64nNk16(columns, a.data(), b.data(), first->scale_d, c.data());
     for (int i = 0; i < 128; ++i) {
       SimThread& t = warpgroup_thread(cta, group.index, i);
       const auto* mine = static_cast<const WgmmaThreadOperands*>(group.inputs[static_cast<std::size_t>(i)]);
@@ -285,7 +285,7 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
       in_flight->values.resize(static_cast<std::size_t>(registers));
       for (int r = 0; r < registers; ++r) {
         const ptx::Element at = ptx::wgmma_accumulator_element(i, r);
-        in_flight->values[static_cast<std::size_t>(r)] = c[static_cast<std::size_t>(at.row * n + at.column)];
+        in_flight->values[static_cast<std::size_t>(r)] = c[static_cast<std::size_t>(at.row * columns + at.column)];
       }
       std::memset(mine->d, 0xff, register_bytes);  // poison until the wait
       if (cta.sanitize()) {
@@ -334,8 +334,7 @@ void wgmma_wait_group(int pending) {
                            std::erase_if(t.wgmma.registers,
                                          [&](const InFlightRegisters& in) { return in.group <= complete; });
                            if (cta.sanitize() && group.wgmma_agent >= 0) {
-                             cta.order().acquire(t.linear,
-                                                 Epoch{static_cast<std::uint16_t>(group.wgmma_agent), complete});
+                             cta.order().acquire(t.linear, cta.order().counted_epoch(group.wgmma_agent, complete));
                            }
                          }
                        });
@@ -358,17 +357,17 @@ void setmaxnreg(bool increase, int count) {
   warpgroup_collective(CollectiveKind::setmaxnreg, static_cast<std::uint64_t>(count) << 1 | (increase ? 1u : 0u), pc,
                        nullptr, nullptr, [](WarpgroupState& group, Cta& cta) {
                          const bool inc = (group.qualifiers & 1) != 0;
-                         const int count = static_cast<int>(group.qualifiers >> 1);
+                         const int requested = static_cast<int>(group.qualifiers >> 1);
                          SimThread& leader = warpgroup_thread(cta, group.index, 0);
-                         if (group.registers != 0 && (inc ? count < group.registers : count > group.registers)) {
+                         if (group.registers != 0 && (inc ? requested < group.registers : requested > group.registers)) {
                            report(&leader, "invalid setmaxnreg",
-                                  std::string("setmaxnreg.") + (inc ? "inc " : "dec ") + std::to_string(count) +
+                                  std::string("setmaxnreg.") + (inc ? "inc " : "dec ") + std::to_string(requested) +
                                       " on warpgroup " + std::to_string(group.index) + ", which holds " +
                                       std::to_string(group.registers) + " registers per thread (.inc may only raise "
                                       "and .dec only lower the count)",
                                   group.pc, false);
                          }
-                         group.registers = count;
+                         group.registers = requested;
                          int total = 0, set = 0;
                          const int groups = cta.thread_count() / 128;
                          for (int g = 0; g < groups; ++g) {

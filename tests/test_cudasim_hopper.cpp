@@ -368,6 +368,7 @@ TEST_F(Hopper, WgmmaComputesTheProductForEachShapeLayoutAndForm) {
       {8, true, false, false, 0, false, 0, false},     {16, false, false, false, 32, false, 32, true},
       {64, false, false, false, 128, true, 128, true}, {64, true, false, true, 64, true, 0, false},
       {128, true, false, false, 128, false, 128, true}, {128, false, false, true, 32, false, 64, true},
+      {176, true, false, false, 128, false, 128, true},
       {256, true, false, false, 0, true, 128, true},   {256, false, false, false, 64, false, 64, false},
       {8, false, true, false, 0, false, 0, true},      {64, true, true, false, 0, true, 128, true},
       {128, false, true, false, 0, false, 128, false}, {256, true, true, false, 0, true, 64, true},
@@ -377,7 +378,7 @@ TEST_F(Hopper, WgmmaComputesTheProductForEachShapeLayoutAndForm) {
   auto* fragments = take<std::uint32_t>(128 * 4, "a_fragments");
   auto* c = take<float>(128 * 128, "c");
   auto* out = take<float>(128 * 128, "out");
-  auto* device_image = take<unsigned char>(8192 + 16 * 1024, "image");
+  auto* device_image = take<unsigned char>(8192 + 24 * 1024, "image");
   for (const ProductCase& p : cases) {
     const int n = p.n;
     const auto encode = [&](float x) { return p.bf16 ? float_to_bfloat16(x) : float_to_half(x); };
@@ -386,7 +387,7 @@ TEST_F(Hopper, WgmmaComputesTheProductForEachShapeLayoutAndForm) {
     for (float& x : b) x = static_cast<float>(small(random)) / 4.0f;
     const Operand oa = dense(p.a_mn, p.a_swizzle, 0, 64);
     const Operand ob = dense(p.b_mn, p.b_swizzle, 8192, n);
-    std::vector<unsigned char> image(8192 + 16 * 1024, 0);
+    std::vector<unsigned char> image(8192 + 24 * 1024, 0);
     const auto put = [&](std::uint32_t address, float value) {
       const std::uint16_t bits = encode(value);
       std::memcpy(&image[address], &bits, 2);
@@ -458,6 +459,19 @@ TEST_F(Hopper, WgmmaMisusesAreReported) {
   expect_finding(use(WgmmaUse::divergent_shape), "divergent warpgroup collective", kernel);
   expect_finding(use(WgmmaUse::misaligned_swizzle), "misaligned matrix descriptor", kernel);
   expect_finding(use(WgmmaUse::operand_past_the_end), "out-of-bounds shared access", kernel);
+}
+
+// A TMA load over an operand of a wgmma in flight; after the wgmma.wait_group it is fine.
+TEST_F(Hopper, ATmaLoadOverAnInFlightWgmmaOperandIsARace) {
+  auto* ones = take<std::uint16_t>(128, "ones");
+  for (int i = 0; i < 128; ++i) ones[i] = 0x3f80;
+  float* out = take<float>(512, "out");
+  ASSERT_EQ(report_of([&] { return cudasim_test::wgmma_operand_reloaded(ones, out, true); }), "");
+  for (int i = 0; i < 512; ++i) ASSERT_EQ(out[i], 16.0f) << i;
+  const std::string report = report_of([&] { return cudasim_test::wgmma_operand_reloaded(ones, out, false); });
+  expect_finding(report, "shared memory race (write after read)", "wgmma_operand_reloaded_kernel");
+  EXPECT_NE(report.find("TMA load of 256 bytes"), std::string::npos) << report;
+  EXPECT_NE(report.find("while the wgmma of warpgroup 0 read them"), std::string::npos) << report;
 }
 
 // Without the sanitizer, a read before the wait sees the poison the accumulators hold.

@@ -296,6 +296,36 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
   for (int i = 0; i < 4; ++i) out[4 * t + static_cast<unsigned>(i)] = d[i];
 }
 
+// A wgmma m64n8k16 of ones (operands as in wgmma_use_kernel) while thread 0
+// reloads operand B with a TMA load of 128 ones, before or after the wait.
+__global__ void wgmma_operand_reloaded_kernel(const __grid_constant__ CUtensorMap ones, float* out, bool wait_first) {
+  unsigned char* smem = dynamic_shared_memory();
+  auto* elements = reinterpret_cast<std::uint16_t*>(smem);
+  const unsigned t = threadIdx.x;
+  const std::uint32_t base = shared_address(smem), barrier = base + 4096;
+  for (unsigned i = t; i < 2048; i += 128) elements[i] = 0x3f80;
+  if (t == 0) {
+    attnbench::mbarrier_init(barrier, 1);
+    attnbench::fence_mbarrier_init();
+  }
+  attnbench::fence_proxy_async();
+  __syncthreads();
+  const std::uint64_t a = attnbench::make_matrix_descriptor(base, 128, 256, attnbench::MatrixSwizzle::none);
+  const std::uint64_t b = attnbench::make_matrix_descriptor(base + 2048, 128, 256, attnbench::MatrixSwizzle::none);
+  float d[4] = {};
+  attnbench::wgmma_fence();
+  attnbench::wgmma_ss<8, __nv_bfloat16>(d, a, b, false);
+  attnbench::wgmma_commit_group();
+  if (wait_first) attnbench::wgmma_wait_group<0>();
+  if (t == 0) {
+    attnbench::mbarrier_arrive_expect_tx(barrier, 256);
+    attnbench::tma_load(base + 2048, &ones, barrier, 0);
+  }
+  attnbench::wgmma_wait_group<0>();
+  attnbench::mbarrier_wait_parity(barrier, 0);
+  for (int i = 0; i < 4; ++i) out[4 * t + static_cast<unsigned>(i)] = d[i];
+}
+
 // ---- the rest ------------------------------------------------------------------------
 
 __global__ void elect_lanes_kernel(float* out) {
@@ -403,6 +433,7 @@ int wgmma_product(const WgmmaCase& shape, const unsigned char* image, std::size_
   if (is(64, true, false, true, true)) return go(run_product<64, bf16, MN, MN, false>);
   if (is(128, true, false, false, false)) return go(run_product<128, bf16, K, K, false>);
   if (is(128, false, false, true, false)) return go(run_product<128, f16, MN, K, false>);
+  if (is(176, true, false, false, false)) return go(run_product<176, bf16, K, K, false>);
   if (is(256, true, false, false, true)) return go(run_product<256, bf16, K, MN, false>);
   if (is(256, false, false, false, false)) return go(run_product<256, f16, K, K, false>);
   if (is(8, false, true, false, false)) return go(run_product<8, f16, K, K, true>);
@@ -413,6 +444,15 @@ int wgmma_product(const WgmmaCase& shape, const unsigned char* image, std::size_
 }
 
 int wgmma_use(float* out, WgmmaUse variant) { return run(&wgmma_use_kernel, 128, 8192, out, variant); }
+int wgmma_operand_reloaded(const std::uint16_t* ones, float* out, bool wait_first) {
+  attnbench::TensorMapShape shape;
+  shape.rank = 1;
+  shape.dims[0] = 128;
+  shape.box[0] = 128;
+  const CUtensorMap map =
+      attnbench::make_tensor_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, ones, shape, CU_TENSOR_MAP_SWIZZLE_NONE, "ones");
+  return run(&wgmma_operand_reloaded_kernel, 128, 8192, map, out, wait_first);
+}
 
 int elect_lanes(float* out) { return run(&elect_lanes_kernel, 32, 0, out); }
 int set_registers(int producer, int consumer, bool uneven, float* out) {

@@ -110,6 +110,10 @@ enum class WgmmaUse {
 // accumulated on them; out[4t + i] = thread t's accumulators then (48 each).
 // The early reads of the two *_wait variants go to out[512 + t].
 int wgmma_use(float* out, WgmmaUse variant);
+// The same product while thread 0 reloads operand B (128 bf16 ones from
+// `ones`) with a TMA load, after the wgmma.wait_group (`wait_first`) or before
+// it; out[4t + i] = thread t's accumulators (16 each).
+int wgmma_operand_reloaded(const std::uint16_t* ones, float* out, bool wait_first);
 
 // ---- the rest ----------------------------------------------------------------------
 

@@ -604,6 +604,16 @@ void Cta::diagnose_stall() {
 
 // ---- warp collectives --------------------------------------------------------------
 
+namespace {
+// The calling thread waits for the rest of its collective; the last to arrive runs it.
+void wait_at_collective(Cta& cta, SimThread& t, CollectiveKind kind, const void* pc) {
+  t.state = ThreadState::at_collective;
+  t.wait_pc = pc;
+  t.wait_what = collective_name(kind);
+  cta.suspend(t);
+}
+}  // namespace
+
 SimThread& lane_thread(Cta& cta, int warp, int lane) { return cta.thread(32 * warp + lane); }
 SimThread& warpgroup_thread(Cta& cta, int warpgroup, int thread) { return cta.thread(128 * warpgroup + thread); }
 
@@ -644,10 +654,7 @@ void warp_collective(CollectiveKind kind, std::uint32_t qualifiers, unsigned mas
   warp.outputs[static_cast<std::size_t>(t.lane)] = output;
   warp.arrived |= bit;
   if (warp.arrived != mask) {
-    t.state = ThreadState::at_collective;
-    t.wait_pc = pc;
-    t.wait_what = collective_name(kind);
-    cta.suspend(t);
+    wait_at_collective(cta, t, kind, pc);
     return;
   }
   warp.completion(warp, cta);
@@ -689,10 +696,7 @@ void warpgroup_collective(CollectiveKind kind, std::uint64_t qualifiers, const v
   group.inputs[index] = input;
   group.outputs[index] = output;
   if (++group.arrived < 128) {
-    t.state = ThreadState::at_collective;
-    t.wait_pc = pc;
-    t.wait_what = collective_name(kind);
-    cta.suspend(t);
+    wait_at_collective(cta, t, kind, pc);
     return;
   }
   group.completion(group, cta);

@@ -264,9 +264,10 @@ void mbarrier_expect_tx(std::uint32_t address, std::uint32_t tx_count) {
 }
 
 // 9.7.13.15.16, the .parity form: phaseParity names the current phase (it waits)
-// or the immediately preceding one (it returns True at once).
-bool mbarrier_try_wait_parity(std::uint32_t address, std::uint32_t parity) {
-  const void* pc = CUDASIM_PC;
+// or the immediately preceding one (it returns True at once). A suspend-time
+// hint only bounds how long the thread may be suspended: the simulator
+// suspends it until the phase completes either way.
+bool wait_parity(std::uint32_t address, std::uint32_t parity, const void* pc) {
   SimThread& t = me();
   Mbarrier& barrier = live_mbarrier(t, address, "mbarrier.try_wait.parity", pc);
   if (parity > 1) {
@@ -275,18 +276,11 @@ bool mbarrier_try_wait_parity(std::uint32_t address, std::uint32_t parity) {
   }
   return wait_for_phase(t, barrier, parity == (barrier.phase & 1u), "mbarrier.try_wait.parity", pc);
 }
-
-// … with a suspend-time hint, which only bounds how long the thread may be
-// suspended: the simulator suspends it until the phase completes either way.
+bool mbarrier_try_wait_parity(std::uint32_t address, std::uint32_t parity) {
+  return wait_parity(address, parity, CUDASIM_PC);
+}
 bool mbarrier_try_wait_parity_hint(std::uint32_t address, std::uint32_t parity, std::uint32_t) {
-  const void* pc = CUDASIM_PC;
-  SimThread& t = me();
-  Mbarrier& barrier = live_mbarrier(t, address, "mbarrier.try_wait.parity", pc);
-  if (parity > 1) {
-    report_fatal(&t, "invalid mbarrier operand",
-                 "mbarrier.try_wait.parity with phaseParity " + std::to_string(parity) + "; it is 0 or 1", pc);
-  }
-  return wait_for_phase(t, barrier, parity == (barrier.phase & 1u), "mbarrier.try_wait.parity", pc);
+  return wait_parity(address, parity, CUDASIM_PC);
 }
 
 // … the state form: `state` from an mbarrier.arrive in the current or the preceding phase.

@@ -134,13 +134,7 @@ unsigned char* SharedMemory::access(SimThread& thread, std::uint32_t address, st
     if (kind == SharedAccess::read) {
       read_bytes(accessor, address, bytes, false);
     } else if (kind == SharedAccess::async_land) {
-      for (std::size_t i = 0; i < bytes; ++i) {
-        Shadow& s = shadow_[address + i];
-        s.flags = static_cast<std::uint16_t>(s.flags & ~(kPending | kPendingTma | kReadSet)) & 0xf;
-        s.write_clock = accessor.epoch.clock;
-        s.writer = accessor.epoch.slot & 0xfff;
-        s.read = 0;
-      }
+      land(address, bytes, accessor.epoch);
     } else {
       write_bytes(accessor, address, bytes, kind == SharedAccess::async_issue, false);
     }
@@ -167,16 +161,18 @@ unsigned char* SharedMemory::async_write_issue(const AsyncAccess& access, std::u
 }
 
 unsigned char* SharedMemory::async_write_land(std::uint32_t address, std::size_t bytes, Epoch epoch) {
-  if (sanitize_) {
-    for (std::size_t i = 0; i < bytes; ++i) {
-      Shadow& s = shadow_[address + i];
-      s.flags = static_cast<std::uint16_t>(s.flags & ~(kPending | kPendingTma | kReadSet)) & 0xf;
-      s.write_clock = epoch.clock;
-      s.writer = epoch.slot & 0xfff;
-      s.read = 0;
-    }
-  }
+  if (sanitize_) land(address, bytes, epoch);
   return base_ + address;
+}
+
+// An asynchronous write the bytes were reserved for lands (their place stays the issue's).
+void SharedMemory::land(std::uint32_t address, std::size_t bytes, Epoch epoch) {
+  update_shadow(address, bytes, [&](Shadow& s, std::size_t) {
+    s.flags = static_cast<std::uint16_t>(s.flags & ~(kPending | kPendingTma | kReadSet)) & 0xf;
+    s.write_clock = epoch.clock;
+    s.writer = epoch.slot & 0xfff;
+    s.read = 0;
+  });
 }
 
 void SharedMemory::begin_mbarrier(SimThread& thread, std::uint32_t address, const void* pc) {
@@ -311,9 +307,9 @@ void SharedMemory::compact_read_sets() {
   transitions_.assign(kTransitionCacheSize, Transition{});
 }
 
-void SharedMemory::read_bytes(const Accessor& access, std::uint32_t address, std::size_t bytes, bool async_proxy) {
-  bool reported = false;
-  // Neighbouring bytes usually share one state; the first one's transition serves them all.
+template <typename Update>
+void SharedMemory::update_shadow(std::uint32_t address, std::size_t bytes, Update update) {
+  // Neighbouring bytes usually share one state: the first one's update serves them all.
   Shadow before{}, after{};
   bool memo = false;
   for (std::size_t i = 0; i < bytes; ++i) {
@@ -323,6 +319,16 @@ void SharedMemory::read_bytes(const Accessor& access, std::uint32_t address, std
       continue;
     }
     before = s;
+    const std::uint64_t compactions = compactions_;
+    update(s, i);
+    after = s;
+    memo = compactions == compactions_;  // a compaction renames the sets `before` may name
+  }
+}
+
+void SharedMemory::read_bytes(const Accessor& access, std::uint32_t address, std::size_t bytes, bool async_proxy) {
+  bool reported = false;
+  update_shadow(address, bytes, [&](Shadow& s, std::size_t i) {
     if (!reported) {
       const auto what = [&] {
         return std::string(access.what ? access.what : "read") + " of " + std::to_string(bytes) + " bytes at " +
@@ -360,25 +366,14 @@ void SharedMemory::read_bytes(const Accessor& access, std::uint32_t address, std
                 s.write_site, "the write");
       }
     }
-    const std::uint64_t compactions = compactions_;
     record_read(s, access);
-    after = s;
-    memo = compactions == compactions_;  // a compaction renames the sets `before` may name
-  }
+  });
 }
 
 void SharedMemory::write_bytes(const Accessor& access, std::uint32_t address, std::size_t bytes, bool reserve,
                                bool tma) {
   bool reported = false;
-  Shadow before{}, after{};
-  bool memo = false;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    Shadow& s = shadow_[address + i];
-    if (memo && same(s, before)) {
-      s = after;
-      continue;
-    }
-    before = s;
+  update_shadow(address, bytes, [&](Shadow& s, std::size_t i) {
     if (!reported) {
       const auto what = [&] {
         return std::string(access.what ? access.what : reserve ? "cp.async write" : "write") + " of " +
@@ -414,9 +409,7 @@ void SharedMemory::write_bytes(const Accessor& access, std::uint32_t address, st
     s.write_site = access.site;
     s.read = 0;
     s.flags = static_cast<std::uint16_t>((s.flags & kMbarrier) | (reserve ? kPending : 0) | (tma ? kPendingTma : 0)) & 0xf;
-    after = s;
-    memo = true;
-  }
+  });
 }
 
 }  // namespace cudasim

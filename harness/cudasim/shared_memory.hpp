@@ -158,7 +158,11 @@ class SharedMemory {
   std::uint16_t site_of(const void* pc);
   void check_bounds(SimThread& thread, std::uint32_t address, std::size_t bytes, std::size_t alignment,
                     const char* what, const void* pc);
+  // Calls update(shadow, i) for byte i of [address, address + bytes).
+  template <typename Update>
+  void update_shadow(std::uint32_t address, std::size_t bytes, Update update);
   void read_bytes(const Accessor& access, std::uint32_t address, std::size_t bytes, bool async_proxy);
+  void land(std::uint32_t address, std::size_t bytes, Epoch epoch);
   void write_bytes(const Accessor& access, std::uint32_t address, std::size_t bytes, bool reserve, bool tma);
   // The shadow after `access` reads a byte in state `s` (a read-set transition).
   void record_read(Shadow& s, const Accessor& access);

@@ -88,8 +88,11 @@ ptx::Swizzle swizzle_of(std::uint8_t mode) {
 
 std::string dim_name(int i) { return "[" + std::to_string(i) + "]"; }
 
-// The tensor map a kernel passed (by the address of its __grid_constant__ parameter).
-TensorMapFields read_tensor_map(SimThread& t, const void* map, int rank, const char* instruction, const void* pc) {
+// The tensor map a kernel passed (by the address of its __grid_constant__
+// parameter), checked against the instruction's rank and its shared-memory box
+// (128-byte aligned, the CUDA programming guide's TMA requirement).
+TensorMapFields read_tensor_map(SimThread& t, const void* map, int rank, std::uint32_t box, const char* instruction,
+                                const void* pc) {
   TensorMapFields fields;
   std::memcpy(&fields, map, sizeof fields);
   if (fields.magic != kTensorMapMagic) {
@@ -102,6 +105,12 @@ TensorMapFields read_tensor_map(SimThread& t, const void* map, int rank, const c
     report_fatal(&t, "invalid tensor map",
                  std::string(instruction) + " is ." + std::to_string(rank) + "d but its tensor map has rank " +
                      std::to_string(fields.rank),
+                 pc);
+  }
+  if (box % 128 != 0) {
+    report_fatal(&t, "misaligned shared access",
+                 std::string(instruction) + " with its shared-memory box at " + t.cta->shared().describe_address(box) +
+                     ", which is not a multiple of 128",
                  pc);
   }
   return fields;
@@ -175,16 +184,6 @@ void fill_out_of_bounds(unsigned char* element, const TensorMapFields& map) {
   if (!map.oob_nan) return;
   static constexpr std::uint64_t kNaN[9] = {0, 0, 0x7fff, 0, 0x7fffffff, 0, 0, 0, 0x7fffffffffffffff};
   std::memcpy(element, &kNaN[map.element_bytes], map.element_bytes);
-}
-
-void check_destination_alignment(SimThread& t, std::uint32_t address, const char* instruction, const void* pc) {
-  // The CUDA programming guide's TMA requirements: the shared-memory box is 128-byte aligned.
-  if (address % 128 != 0) {
-    report_fatal(&t, "misaligned shared access",
-                 std::string(instruction) + " with its shared-memory box at " +
-                     t.cta->shared().describe_address(address) + ", which is not a multiple of 128",
-                 pc);
-  }
 }
 
 }  // namespace
@@ -297,8 +296,7 @@ void tma_load(int rank, std::uint32_t destination, const void* tensor_map, const
   SimThread& t = me();
   Cta& cta = *t.cta;
   const char* instruction = "cp.async.bulk.tensor (load)";
-  const TensorMapFields map = read_tensor_map(t, tensor_map, rank, instruction, pc);
-  check_destination_alignment(t, destination, instruction, pc);
+  const TensorMapFields map = read_tensor_map(t, tensor_map, rank, destination, instruction, pc);
   Mbarrier& barrier = mbarrier_for_tma(t, mbarrier, pc);
   TmaLoadInFlight load;
   load.issuer = &t;
@@ -346,8 +344,7 @@ void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates
   SimThread& t = me();
   Cta& cta = *t.cta;
   const char* instruction = "cp.async.bulk.tensor (store)";
-  const TensorMapFields map = read_tensor_map(t, tensor_map, rank, instruction, pc);
-  check_destination_alignment(t, source, instruction, pc);
+  const TensorMapFields map = read_tensor_map(t, tensor_map, rank, source, instruction, pc);
   if (t.bulk.agent < 0) {
     t.bulk.agent = cta.order().new_agent("the bulk copies of " + describe_thread(t.linear));
     if (t.bulk.agent < 0) {

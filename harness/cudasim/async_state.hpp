@@ -46,7 +46,6 @@ struct InFlightRegisters {
 struct RegisterRecord {
   const unsigned char* begin = nullptr;
   std::vector<unsigned char> known;   // as the simulator last left them
-  std::uint64_t known_at_fence = 0;   // the thread's wgmma.fence count then
   std::vector<unsigned char> fenced;  // as they were at the last wgmma.fence since
   bool has_fenced = false;
 };

@@ -99,7 +99,6 @@ void remember_registers(SimThread& t, const void* begin, std::size_t bytes) {
     record->begin = static_cast<const unsigned char*>(begin);
   }
   record->known.assign(record->begin, record->begin + bytes);
-  record->known_at_fence = t.wgmma.fences;
   record->has_fenced = false;
 }
 

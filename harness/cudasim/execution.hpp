@@ -103,7 +103,6 @@ enum class CollectiveKind {
   shuffle, warp_sync, ldmatrix, stmatrix, mma, elect,                           // warp
   wgmma_fence, wgmma_mma, wgmma_commit, wgmma_wait, setmaxnreg                   // warpgroup
 };
-inline bool is_warpgroup_collective(CollectiveKind kind) { return kind >= CollectiveKind::wgmma_fence; }
 const char* collective_name(CollectiveKind kind);
 
 struct WarpState;

@@ -3,7 +3,7 @@
 // device_runtime.hpp, each with its section named.
 #include "harness/cudasim/mbarrier.hpp"
 
-#include <cstring>
+#include <algorithm>
 #include <string>
 
 #include "harness/cudasim/cta.hpp"

@@ -43,6 +43,12 @@ struct Mbarrier {
   std::vector<SimThread*> waiters;
 };
 
+// The live mbarrier a TMA load issued by `thread` completes on (checked:
+// initialised, its initialisation ordered before the thread and fenced for the
+// async proxy), and the load's registration on it (mbarrier.cpp).
+Mbarrier& mbarrier_for_tma(SimThread& thread, std::uint32_t address, const void* pc);
+void add_tma_load(Mbarrier& barrier, TmaLoadInFlight load);
+
 class MbarrierTable {
  public:
   void begin_cta() { barriers_.clear(); }

@@ -101,6 +101,25 @@ TEST_F(Hopper, TheStateAnArriveReturnsWaitsForItsPhase) {
                  "shared memory race (read after write)", "mbarrier_arrive_and_wait_kernel");
 }
 
+// 9.7.13.15.4: a phase must be observed complete before an arrive-on of the next.
+TEST_F(Hopper, AnMbarrierIsRearmedOnlyAfterItsPhaseWasObserved) {
+  float* out = take<float>(32, "out");
+  EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_rearm(out, true); }), "");
+  for (int l = 0; l < 32; ++l) EXPECT_EQ(out[l], 1.0f) << l;
+  const std::string report = report_of([&] { return cudasim_test::mbarrier_rearm(out, false); });
+  expect_finding(report, "mbarrier phase overrun", "mbarrier_rearm_kernel");
+  EXPECT_NE(report.find("arrives in phase 1 before any thread observed phase 0 complete"), std::string::npos)
+      << report;
+}
+
+TEST_F(Hopper, ABarrierIsArrivedAtOncePerUse) {
+  float* out = take<float>(128, "out");
+  EXPECT_EQ(report_of([&] { return cudasim_test::barrier_arrive(false, out); }), "");
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(out[t], 1.0f) << t;
+  expect_finding(report_of([&] { return cudasim_test::barrier_arrive(true, out); }), "barrier arrived at twice",
+                 "barrier_arrive_kernel");
+}
+
 TEST_F(Hopper, NamedBarrierThreadCountsMustAgree) {
   float* out = take<float>(128, "out");
   expect_finding(report_of([&] { return cudasim_test::mismatched_barrier_count(out); }), "divergent barrier",
@@ -239,6 +258,9 @@ TEST_F(Hopper, TmaLoadMisusesAreReported) {
   EXPECT_EQ(load(TmaLoad::separate_expect_tx), "");
   expect_finding(load(TmaLoad::used_after_inval), "mbarrier operation on memory holding no mbarrier object", kernel);
   expect_finding(load(TmaLoad::barrier_overwritten), "mbarrier object accessed by an ordinary load or store", kernel);
+  const std::string abandoned = load(TmaLoad::never_waited);
+  expect_finding(abandoned, "TMA load never waited for", kernel);
+  EXPECT_NE(abandoned.find("1 TMA load(s) completing on the mbarrier at"), std::string::npos) << abandoned;
 }
 
 // ---- TMA stores and the async proxy ---------------------------------------------------
@@ -459,6 +481,17 @@ TEST_F(Hopper, WgmmaMisusesAreReported) {
   expect_finding(use(WgmmaUse::divergent_shape), "divergent warpgroup collective", kernel);
   expect_finding(use(WgmmaUse::misaligned_swizzle), "misaligned matrix descriptor", kernel);
   expect_finding(use(WgmmaUse::operand_past_the_end), "out-of-bounds shared access", kernel);
+  expect_finding(use(WgmmaUse::divergent_descriptor), "divergent wgmma operands", kernel);
+  expect_finding(use(WgmmaUse::chained_other_shape), "wgmma on the accumulators of another in flight", kernel);
+}
+
+// A warpgroup collective needs four whole warps: 160 threads leave warpgroup 1 one warp.
+TEST_F(Hopper, WarpgroupCollectivesNeedWholeWarpgroups) {
+  float* out = take<float>(256, "out");
+  EXPECT_EQ(report_of([&] { return cudasim_test::warpgroup_fence(256, out); }), "");
+  const std::string report = report_of([&] { return cudasim_test::warpgroup_fence(160, out); });
+  expect_finding(report, "warpgroup collective outside a warpgroup", "warpgroup_fence_kernel");
+  EXPECT_NE(report.find("the CTA's 160 threads leave warpgroup 1 incomplete"), std::string::npos) << report;
 }
 
 // A TMA load over an operand of a wgmma in flight; after the wgmma.wait_group it is fine.

@@ -103,6 +103,22 @@ __global__ void mbarrier_arrive_and_wait_kernel(const float* in, float* out, boo
   out[t] = tile[(t + 1) % 64];
 }
 
+__global__ void mbarrier_rearm_kernel(float* out, bool observe) {
+  ATTNBENCH_STATIC_SHARED(barrier_object, std::uint64_t);
+  const std::uint32_t barrier = shared_address(&barrier_object);
+  if (threadIdx.x == 0) {
+    attnbench::mbarrier_init(barrier, 32);
+    attnbench::fence_mbarrier_init();
+  }
+  __syncwarp();
+  attnbench::mbarrier_arrive(barrier);
+  if (observe) attnbench::mbarrier_wait_parity(barrier, 0);
+  __syncwarp();
+  attnbench::mbarrier_arrive(barrier);
+  attnbench::mbarrier_wait_parity(barrier, 1);
+  out[threadIdx.x] = 1.0f;
+}
+
 // ---- TMA -----------------------------------------------------------------------------
 
 struct BoxLoad {
@@ -151,6 +167,7 @@ __global__ void tma_load_box_kernel(const __grid_constant__ CUtensorMap map, Box
         break;
     }
   }
+  if (load.variant == TmaLoad::never_waited) return;
   if (load.variant == TmaLoad::wrong_parity) {
     attnbench::mbarrier_wait_parity(barrier, 1);
   } else if (load.variant != TmaLoad::no_wait) {
@@ -264,6 +281,8 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
     b = attnbench::make_matrix_descriptor(base + 2048 + 128, 0, 1024, attnbench::MatrixSwizzle::bytes128);
   } else if (variant == WgmmaUse::operand_past_the_end) {
     b = attnbench::make_matrix_descriptor(base + 8192 - 128, 128, 256, attnbench::MatrixSwizzle::none);
+  } else if (variant == WgmmaUse::divergent_descriptor && warp == 3) {
+    b = attnbench::make_matrix_descriptor(base + 4096, 128, 256, attnbench::MatrixSwizzle::none);
   }
   float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   if (variant == WgmmaUse::missing_warp && warp == 3) return;
@@ -271,6 +290,10 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
   if (variant == WgmmaUse::divergent_shape && warp == 3) {
     float wide[8] = {};
     attnbench::wgmma_ss<16, __nv_bfloat16>(wide, a, b, false);
+  } else if (variant == WgmmaUse::chained_other_shape) {
+    float wide[8] = {};
+    attnbench::wgmma_ss<8, __nv_bfloat16>(reinterpret_cast<float(&)[4]>(wide), a, b, false);
+    attnbench::wgmma_ss<16, __nv_bfloat16>(wide, a, b, true);
   } else {
     attnbench::wgmma_ss<8, __nv_bfloat16>(d, a, b, false);
   }
@@ -368,6 +391,23 @@ __global__ void mismatched_barrier_count_kernel(float* out) {
   out[threadIdx.x] = 1.0f;
 }
 
+__global__ void barrier_arrive_kernel(bool twice, float* out) {
+  if (threadIdx.x < 32) {
+    attnbench::named_barrier_arrive(1, 128);
+    if (twice) attnbench::named_barrier_arrive(1, 128);
+    attnbench::named_barrier_sync(2, 128);
+  } else {
+    attnbench::named_barrier_sync(2, 128);
+    attnbench::named_barrier_sync(1, 128);
+  }
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void warpgroup_fence_kernel(float* out) {
+  attnbench::wgmma_fence();
+  out[threadIdx.x] = 1.0f;
+}
+
 }  // namespace
 
 int named_barrier_handoff(const float* in, float* out, Handoff variant) {
@@ -379,6 +419,7 @@ int mbarrier_handoff(const float* in, float* out, Handoff variant) {
 int mbarrier_arrive_and_wait(const float* in, float* out, bool wait) {
   return run(&mbarrier_arrive_and_wait_kernel, 64, 512, in, out, wait);
 }
+int mbarrier_rearm(float* out, bool observe) { return run(&mbarrier_rearm_kernel, 32, 0, out, observe); }
 
 int tma_load_box(const std::uint16_t* tensor, int rank, const std::uint64_t* dims, const std::uint32_t* box,
                  const std::int32_t* coordinates, int swizzle, std::uint16_t* out, TmaLoad variant) {
@@ -460,5 +501,7 @@ int set_registers(int producer, int consumer, bool uneven, float* out) {
 }
 int store_matrices(bool transposed, std::uint16_t* out) { return run(&store_matrices_kernel, 32, 0, transposed, out); }
 int mismatched_barrier_count(float* out) { return run(&mismatched_barrier_count_kernel, 128, 0, out); }
+int barrier_arrive(bool twice, float* out) { return run(&barrier_arrive_kernel, 128, 0, twice, out); }
+int warpgroup_fence(int threads, float* out) { return run(&warpgroup_fence_kernel, threads, 0, out); }
 
 }  // namespace cudasim_test

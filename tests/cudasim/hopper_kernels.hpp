@@ -30,6 +30,10 @@ int mbarrier_handoff(const float* in, float* out, Handoff variant);
 // 64 threads write tile[t] = in[t], arrive on an mbarrier of 64 arrivals and
 // (when `wait`) wait with the state mbarrier.arrive returned; out[t] = tile[(t + 1) % 64].
 int mbarrier_arrive_and_wait(const float* in, float* out, bool wait);
+// One warp arrives twice on an mbarrier of 32 arrivals, waiting for phase 0
+// between the two (`observe`) or only __syncwarp-ing, then waits for phase 1;
+// out[l] = 1 for every lane.
+int mbarrier_rearm(float* out, bool observe);
 
 // ---- TMA ---------------------------------------------------------------------------
 
@@ -44,7 +48,8 @@ enum class TmaLoad {
   init_not_synchronised,  // no __syncthreads between mbarrier.init and the other threads' waits
   barrier_overwritten,  // a thread stores to the mbarrier's bytes while it is in use
   separate_expect_tx,   // mbarrier.expect_tx, then a plain arrive (right)
-  used_after_inval      // a thread waits on the mbarrier after mbarrier.inval
+  used_after_inval,     // a thread waits on the mbarrier after mbarrier.inval
+  never_waited          // the threads exit without waiting for the load (or reading its box)
 };
 // A tensor of 16-bit elements (`rank` dimensions, `dims` innermost first, rows
 // packed: element i of dimension 0 at index i, strides the product of the
@@ -103,7 +108,9 @@ enum class WgmmaUse {
   missing_warp,             // warp 3 of the warpgroup skips the wgmma
   divergent_shape,          // warp 3 issues m64n16k16 where the others issue m64n8k16
   misaligned_swizzle,       // a 128-byte swizzled operand starting 128 bytes into its pattern
-  operand_past_the_end      // operand B's descriptor reaches past the shared memory
+  operand_past_the_end,     // operand B's descriptor reaches past the shared memory
+  divergent_descriptor,     // warp 3 passes another descriptor for B
+  chained_other_shape       // an m64n16k16 issued on the accumulators of an m64n8k16 in flight
 };
 // One warpgroup, m64n8k16 bf16, K-major operands (no swizzle) of ones: a
 // product (16 in every accumulator), the accumulators doubled, a second product
@@ -130,5 +137,11 @@ int set_registers(int producer, int consumer, bool uneven, float* out);
 int store_matrices(bool transposed, std::uint16_t* out);
 // 128 threads: warps 0-1 bar.sync 1, 128; warps 2-3 bar.sync 1, 64.
 int mismatched_barrier_count(float* out);
+// 128 threads: warp 0 bar.arrive 1, 128 (twice when `twice`), then bar.sync 2,
+// 128; warps 1-3 bar.sync 2, 128, then bar.sync 1, 128 (so warp 0's second
+// arrival comes while barrier 1 still waits for them). out[t] = 1.
+int barrier_arrive(bool twice, float* out);
+// `threads` threads each execute wgmma.fence; out[t] = 1.
+int warpgroup_fence(int threads, float* out);
 
 }  // namespace cudasim_test

@@ -469,6 +469,7 @@ TEST_F(Hopper, WgmmaMisusesAreReported) {
   const std::string kernel = "wgmma_use_kernel";
   expect_finding(use(WgmmaUse::no_fence), "no wgmma.fence before the warpgroup's first wgmma.mma_async", kernel);
   expect_finding(use(WgmmaUse::written_after_fence), "wgmma without wgmma.fence", kernel);
+  expect_finding(use(WgmmaUse::a_written_after_fence), "wrote the A fragment registers of this wgmma.mma_async", kernel);
   expect_finding(use(WgmmaUse::read_before_wait), "wgmma registers accessed before wgmma.wait_group", kernel);
   expect_finding(use(WgmmaUse::wait_leaves_group), "wgmma registers accessed before wgmma.wait_group", kernel);
   const std::string overwritten = use(WgmmaUse::operand_overwritten);

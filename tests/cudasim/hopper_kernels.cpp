@@ -285,6 +285,7 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
     b = attnbench::make_matrix_descriptor(base + 4096, 128, 256, attnbench::MatrixSwizzle::none);
   }
   float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  std::uint32_t a_registers[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // A from registers: ones
   if (variant == WgmmaUse::missing_warp && warp == 3) return;
   if (variant != WgmmaUse::no_fence) attnbench::wgmma_fence();
   if (variant == WgmmaUse::divergent_shape && warp == 3) {
@@ -294,6 +295,8 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
     float wide[8] = {};
     attnbench::wgmma_ss<8, __nv_bfloat16>(reinterpret_cast<float(&)[4]>(wide), a, b, false);
     attnbench::wgmma_ss<16, __nv_bfloat16>(wide, a, b, true);
+  } else if (variant == WgmmaUse::a_written_after_fence) {
+    attnbench::wgmma_rs<8, __nv_bfloat16>(d, a_registers, b, false);
   } else {
     attnbench::wgmma_ss<8, __nv_bfloat16>(d, a, b, false);
   }
@@ -313,7 +316,12 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
     attnbench::wgmma_fence();
     d[0] += 1.0f;
   }
-  attnbench::wgmma_ss<8, __nv_bfloat16>(d, a, b, true);
+  if (variant == WgmmaUse::a_written_after_fence) {
+    a_registers[0] = 0x3f803f80u + 1u;
+    attnbench::wgmma_rs<8, __nv_bfloat16>(d, a_registers, b, true);
+  } else {
+    attnbench::wgmma_ss<8, __nv_bfloat16>(d, a, b, true);
+  }
   attnbench::wgmma_commit_group();
   attnbench::wgmma_wait_group<0>();
   for (int i = 0; i < 4; ++i) out[4 * t + static_cast<unsigned>(i)] = d[i];

@@ -101,6 +101,7 @@ enum class WgmmaUse {
   right,
   no_fence,                 // no wgmma.fence before the first wgmma
   written_after_fence,      // the accumulators are written after the wgmma.fence
+  a_written_after_fence,    // both products take A from registers; one is written after the second's wgmma.fence
   read_before_wait,         // the accumulators are read before wgmma.wait_group
   wait_leaves_group,        // wgmma.wait_group 1 with the only group still needed
   operand_overwritten,      // a thread stores to operand B before the wait

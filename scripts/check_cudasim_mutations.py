@@ -24,7 +24,7 @@ import time
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (name, what it breaks, file, text, replacement, gtest filter of the tests that exercise it)
+# (name, what it breaks, file, text, replacement, gtest filter of the tests that exercise it[, test target])
 FORWARD_PLAIN = "Matrix/*/fwd_fp16_d64_none_q200_k200:Matrix/*/fwd_bf16_d128_causal_top_left_q129_k257"
 MUTATIONS = [
     ("stage_barrier_removed", "the __syncthreads between the forward's K/V stages removed",
@@ -56,7 +56,34 @@ MUTATIONS = [
      "dq_rows[8 * n] = dq[n][0];\n      dq_rows[8 * n + 1] = dq[n][1];",
      "Matrix/*/fwdbwd_fp16_d64_none_q200_k200:Matrix/*/fwdbwd_bf16_d128_causal_bottom_right_q257_k129"),
 ]
-TARGETS = ["test_cudasim_matrix"]  # the whole matrix: a filter must find its cases
+# The Hopper GEMM (kernels/cuda/hopper_gemm.cu) under the simulator's Hopper rules.
+HOPPER_GEMM = "Sizes/HopperGemm.*"
+GEMM = "kernels/cuda/hopper_gemm.cu"
+MUTATIONS += [
+    ("proxy_fence_removed", "the GEMM epilogue's fence.proxy.async before the TMA store removed", GEMM,
+     "  fence_proxy_async();\n  named_barrier_sync(1 + consumer, 128);", "  named_barrier_sync(1 + consumer, 128);",
+     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("full_wait_wrong_parity", "the consumers wait on the wrong parity of a stage's full mbarrier", GEMM,
+     "mbarrier_wait_parity(full(s), static_cast<std::uint32_t>(kt / T::kStages) & 1u);",
+     "mbarrier_wait_parity(full(s), (static_cast<std::uint32_t>(kt / T::kStages) & 1u) ^ 1u);",
+     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("expect_tx_short", "the producer's expect_tx announces 16 bytes fewer than a stage's copies deliver", GEMM,
+     "mbarrier_arrive_expect_tx(full(s), T::kStageBytes);", "mbarrier_arrive_expect_tx(full(s), T::kStageBytes - 16);",
+     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("wgmma_wait_leaves_group", "the last wgmma.wait_group leaves the accumulators' group in flight", GEMM,
+     "  wgmma_wait_group<0>();\n", "  wgmma_wait_group<1>();\n", HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("descriptor_stride_wrong", "the operands' stride byte offset (8-row groups) halved in the matrix descriptor",
+     GEMM, "8 * GemmTraits::kRowBytes, MatrixSwizzle::bytes128", "4 * GemmTraits::kRowBytes, MatrixSwizzle::bytes128",
+     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("tma_swizzle_mismatch", "A's tensor map loads unswizzled while its descriptor reads 128-byte swizzle", GEMM,
+     'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_128B, "A")', 'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_NONE, "A")',
+     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+]
+DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find its cases
+
+
+def target_of(mutation):
+    return mutation[6] if len(mutation) > 6 else DEFAULT_TARGET
 
 
 def run(command, cwd, log):
@@ -107,18 +134,20 @@ def main():
                os.path.join(scratch, "configure.log")) != 0:
             print(f"configure failed: {scratch}/configure.log", file=sys.stderr)
             return 2
-        build_command = ["cmake", "--build", build, "-j", str(args.jobs), "--target", *TARGETS]
-        binary = os.path.join(build, "tests", "test_cudasim_matrix")
+        targets = sorted({target_of(m) for m in chosen})
+        build_command = ["cmake", "--build", build, "-j", str(args.jobs), "--target", *targets]
 
-        def test(filter_, log):
-            return run([binary, f"--gtest_filter={filter_}", "--gtest_fail_fast"], tree, log)
+        def test(mutation, log):
+            binary = os.path.join(build, "tests", target_of(mutation))
+            return run([binary, f"--gtest_filter={mutation[5]}", "--gtest_fail_fast"], tree, log)
 
         if run(build_command, tree, os.path.join(scratch, "build.log")) != 0:
             print(f"the unchanged tree does not build: {scratch}/build.log", file=sys.stderr)
             return 2
-        for name, _, _, _, _, filter_ in chosen:
+        for mutation in chosen:
+            name, filter_ = mutation[0], mutation[5]
             log = os.path.join(scratch, f"unchanged-{name}.log")
-            if test(filter_, log) != 0:
+            if test(mutation, log) != 0:
                 print(f"the unchanged kernels fail {filter_}: {log}", file=sys.stderr)
                 return 2
             if "[  PASSED  ] 0 tests" in open(log).read():
@@ -126,7 +155,8 @@ def main():
                 return 2
 
         results = []
-        for name, what, path, text, replacement, filter_ in chosen:
+        for mutation in chosen:
+            name, what, path, text, replacement = mutation[:5]
             source_path = os.path.join(tree, path)
             original = open(source_path).read()
             if original.count(text) != 1:
@@ -140,7 +170,7 @@ def main():
                 if run(build_command, tree, log) != 0:
                     results.append((name, what, "caught", "the mutated kernel does not build", time.time() - started))
                     continue
-                caught = test(filter_, log) != 0
+                caught = test(mutation, log) != 0
                 results.append((name, what, "caught" if caught else "MISSED",
                                 first_failure(log) if caught else "every test passed", time.time() - started))
             finally:

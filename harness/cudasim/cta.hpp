@@ -3,6 +3,7 @@
 // the fibers' stacks and the shared window are made once per host thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "harness/cudasim/execution.hpp"
+#include "harness/cudasim/happens_before.hpp"
+#include "harness/cudasim/mbarrier.hpp"
 #include "harness/cudasim/shared_memory.hpp"
 
 namespace cudasim {
@@ -42,6 +45,17 @@ class Launch {
   std::size_t suppressed_ = 0;
 };
 
+// bar.sync / bar.arrive barrier `id` of the CTA (0 is __syncthreads's).
+struct NamedBarrier {
+  int expected = 0;         // threads the current instance waits for (0: idle)
+  int arrived = 0;
+  bool whole_cta = false;   // the count-less form (__syncthreads): one place for every thread
+  const void* pc = nullptr;  // whole_cta: where
+  std::vector<Clock> released;
+  std::vector<int> participants;
+  std::vector<int> waiting;  // those in bar.sync
+};
+
 class Cta {
  public:
   explicit Cta(Launch& launch);
@@ -53,23 +67,37 @@ class Cta {
 
   Launch& launch() { return launch_; }
   SharedMemory& shared() { return shared_; }
+  HappensBefore& order() { return order_; }
+  MbarrierTable& mbarriers() { return mbarriers_; }
   WarpState& warp(int index) { return warps_[static_cast<std::size_t>(index)]; }
+  WarpgroupState& warpgroup(int index) { return warpgroups_[static_cast<std::size_t>(index)]; }
   SimThread& thread(int linear) { return threads_[static_cast<std::size_t>(linear)]; }
   int thread_count() const { return static_cast<int>(threads_.size()); }
   uint3 block() const { return block_; }
+  bool sanitize() const { return launch_.sanitize(); }
 
-  void arrive_at_barrier(SimThread& thread, const void* pc);
+  // bar.sync (wait) or bar.arrive on barrier `id` for `count` threads; count 0
+  // is the whole CTA, from one place (__syncthreads).
+  void arrive_at_barrier(SimThread& thread, int id, int count, bool wait, const void* pc);
   // Suspends the running thread and runs the next ready one (or the
   // scheduler), until the thread is made ready and its turn comes.
   void suspend(SimThread& thread);
   void make_ready(SimThread& thread);
+  // Something changed that a waiting thread may care about (a barrier or
+  // mbarrier moved on): resets the stall detector's patience.
+  void note_progress() { ++progress_; }
   // The launch is over for this CTA: unwind the running thread.
   [[noreturn]] void abandon();
 
  private:
   void start_threads(uint3 block);
   void finish_thread(SimThread& thread);
+  void finish_cta();
+  // No thread is ready: true when mbarrier waits were timed out (they return
+  // false, as try_wait does after its time limit), false when the CTA is deadlocked.
+  bool time_out_waits();
   void diagnose_stall();
+  std::string describe_wait(const SimThread& thread);
   // The context to hand over to when `thread` stops running: the next ready
   // thread (now running) or the scheduler; `switcher_` tells the one resumed
   // where to keep `thread`'s continuation.
@@ -79,16 +107,20 @@ class Cta {
 
   Launch& launch_;
   SharedMemory shared_;
+  HappensBefore order_;
+  MbarrierTable mbarriers_;
   std::vector<SimThread> threads_;
   std::vector<WarpState> warps_;
+  std::vector<WarpgroupState> warpgroups_;
+  std::array<NamedBarrier, 16> barriers_;
   std::deque<SimThread*> ready_;
   boost::context::fiber scheduler_;  // the scheduler while a thread runs
   SimThread* switcher_ = nullptr;    // the thread that handed over last; null: the scheduler
   uint3 block_{};
   int finished_ = 0;
-  int barrier_arrived_ = 0;
-  const void* barrier_pc_ = nullptr;
   bool abandoned_ = false;
+  std::uint64_t progress_ = 0;
+  std::uint64_t progress_at_last_time_out_ = ~std::uint64_t{0};
 };
 
 // The CTA of the calling simulated thread.

@@ -1,5 +1,5 @@
 // The CUDA C++ device surface for the simulator's build of the kernels
-// (docs/cudasim.md): the function qualifiers, threadIdx / blockIdx / blockDim /
+// (docs/cudasim.md): the function and parameter qualifiers, threadIdx / blockIdx / blockDim /
 // gridDim, __syncthreads, __syncwarp, the __shfl*_sync family, atomicAdd on
 // fp32 and float2, __cvta_generic_to_shared, and the entry points that
 // kernels/cuda/warp_primitives.hpp's simulator forms and kernels/cuda/
@@ -27,6 +27,7 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
+#define __grid_constant__
 #define CUDASIM_INLINE inline __attribute__((always_inline))
 
 namespace cudasim {
@@ -42,6 +43,8 @@ extern thread_local const ThreadIdentity* current_identity;
 
 // Barriers and warp collectives (execution.cpp, instructions.cpp).
 void barrier_sync();
+void named_barrier_sync(int id, int threads);
+void named_barrier_arrive(int id, int threads);
 void warp_sync(unsigned member_mask);
 std::uint32_t shuffle_b32(ShuffleMode mode, std::uint32_t value, std::uint32_t b, std::uint32_t c,
                           unsigned member_mask);
@@ -64,6 +67,37 @@ float ex2_approx_ftz_f32(float x);
 // Global atomics (red / atom .global.add).
 float atomic_add_f32(float* address, float value);
 float2 atomic_add_v2_f32(float2* address, float2 value);
+
+// Hopper (sm_90, sm_90a). Warp collectives (instructions.cpp): elect.sync
+// returns whether the caller is the leader and sets `leader` to its lane;
+// stmatrix stores `registers` (1, 2 or 4) as ldmatrix would have loaded them.
+bool elect_sync(unsigned member_mask, std::uint32_t* leader);
+void stmatrix_m8n8_b16(int matrices, bool transposed, std::uint32_t row_address, const std::uint32_t* registers);
+// mbarrier objects and the async-proxy fences (mbarrier.cpp).
+void mbarrier_init(std::uint32_t address, std::uint32_t count);
+void mbarrier_inval(std::uint32_t address);
+std::uint64_t mbarrier_arrive(std::uint32_t address, std::uint32_t count);
+std::uint64_t mbarrier_arrive_expect_tx(std::uint32_t address, std::uint32_t tx_count);
+void mbarrier_expect_tx(std::uint32_t address, std::uint32_t tx_count);
+bool mbarrier_try_wait_parity(std::uint32_t address, std::uint32_t parity);
+bool mbarrier_try_wait_parity_hint(std::uint32_t address, std::uint32_t parity, std::uint32_t suspend_ns);
+bool mbarrier_try_wait(std::uint32_t address, std::uint64_t state);
+void fence_mbarrier_init();
+void fence_proxy_async();
+// Tensor copies through tensor maps and bulk async-groups (tensor_copy.cpp).
+void tma_load(int rank, std::uint32_t destination, const void* tensor_map, const std::int32_t* coordinates,
+              std::uint32_t mbarrier);
+void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates, std::uint32_t source);
+void bulk_commit_group();
+void bulk_wait_group(int pending, bool reads_only);
+// Warpgroup collectives (warpgroup.cpp). a_registers: the register form's A
+// fragment (4 registers), or null for A from descriptor_a.
+void wgmma_fence();
+void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descriptor_a, const std::uint32_t* a_registers,
+                     std::uint64_t descriptor_b, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b);
+void wgmma_commit_group();
+void wgmma_wait_group(int pending);
+void setmaxnreg(bool increase, int count);
 
 }  // namespace cudasim
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <thread>
@@ -105,6 +106,8 @@ std::string strip_namespaces(std::string name) {
   return name;
 }
 
+}  // namespace
+
 std::string describe_pc(const void* pc, const char* indent) {
   std::string text;
   bool first = true;
@@ -117,7 +120,10 @@ std::string describe_pc(const void* pc, const char* indent) {
   return text;
 }
 
-}  // namespace
+std::string describe_thread(int linear) {
+  return "thread " + std::to_string(linear) + " (warp " + std::to_string(linear / 32) + ", lane " +
+         std::to_string(linear % 32) + ")";
+}
 
 // ---- the sanitizer switch ----------------------------------------------------------
 
@@ -146,8 +152,22 @@ const char* collective_name(CollectiveKind kind) {
       return "bar.warp.sync (__syncwarp)";
     case CollectiveKind::ldmatrix:
       return "ldmatrix";
+    case CollectiveKind::stmatrix:
+      return "stmatrix";
     case CollectiveKind::mma:
       return "mma.sync";
+    case CollectiveKind::elect:
+      return "elect.sync";
+    case CollectiveKind::wgmma_fence:
+      return "wgmma.fence";
+    case CollectiveKind::wgmma_mma:
+      return "wgmma.mma_async";
+    case CollectiveKind::wgmma_commit:
+      return "wgmma.commit_group";
+    case CollectiveKind::wgmma_wait:
+      return "wgmma.wait_group";
+    case CollectiveKind::setmaxnreg:
+      return "setmaxnreg";
   }
   return "?";
 }
@@ -241,6 +261,7 @@ Cta::Cta(Launch& launch) : launch_(launch) {
   const int count = static_cast<int>(block.x * block.y * block.z);
   threads_.resize(static_cast<std::size_t>(count));
   warps_.resize(static_cast<std::size_t>((count + 31) / 32));
+  warpgroups_.resize(static_cast<std::size_t>((count + 127) / 128));
 }
 
 void Cta::start_threads(uint3 block) {
@@ -248,12 +269,22 @@ void Cta::start_threads(uint3 block) {
   const dim3& dim = configuration.block;
   block_ = block;
   finished_ = 0;
-  barrier_arrived_ = 0;
-  barrier_pc_ = nullptr;
   abandoned_ = false;
+  progress_ = 0;
+  progress_at_last_time_out_ = ~std::uint64_t{0};
   ready_.clear();
   for (WarpState& warp : warps_) warp = WarpState{};
-  shared_.begin_cta(configuration.dynamic_shared_bytes, launch_.sanitize());
+  for (std::size_t g = 0; g < warpgroups_.size(); ++g) {
+    warpgroups_[g] = WarpgroupState{};
+    warpgroups_[g].index = static_cast<int>(g);
+  }
+  order_.begin_cta(thread_count());
+  for (NamedBarrier& barrier : barriers_) {
+    barrier = NamedBarrier{};
+    barrier.released = order_.empty_clock();
+  }
+  mbarriers_.begin_cta();
+  shared_.begin_cta(configuration.dynamic_shared_bytes, launch_.sanitize(), &order_);
   for (int linear = 0; linear < thread_count(); ++linear) {
     SimThread& t = thread(linear);
     t.identity = ThreadIdentity{uint3{static_cast<unsigned>(linear) % dim.x,
@@ -263,12 +294,19 @@ void Cta::start_threads(uint3 block) {
     t.linear = linear;
     t.warp = linear / 32;
     t.lane = linear % 32;
+    t.warpgroup = linear / 128;
     t.cta = this;
     t.state = ThreadState::ready;
     t.wait_pc = nullptr;
     t.wait_what = "";
+    t.wait_mbarrier = 0;
+    t.wait_timed_out = false;
+    t.wait_barrier = -1;
+    t.barriers_joined = 0;
     t.open_group.clear();
     t.committed_groups.clear();
+    t.wgmma = WgmmaThreadState{};
+    t.bulk = BulkThreadState{};
     t.fiber = boost::context::fiber(std::allocator_arg, PooledStack{}, [this, &t](boost::context::fiber&& from) {
       keep_continuation(std::move(from));
       try {
@@ -291,6 +329,7 @@ void Cta::start_threads(uint3 block) {
 void Cta::finish_thread(SimThread& t) {
   t.state = ThreadState::finished;
   ++finished_;
+  note_progress();
   if (abandoned_ || !launch_.sanitize()) return;
   std::size_t pending = t.open_group.size();
   const void* pc = t.open_group.empty() ? nullptr : t.open_group.front().pc;
@@ -305,26 +344,77 @@ void Cta::finish_thread(SimThread& t) {
                "land. The first was issued here:",
            pc, false);
   }
+  if (!t.wgmma.accumulators.empty()) {
+    report(&t, "wgmma still in flight at thread exit",
+           "a wgmma.mma_async was never covered by a wgmma.wait_group; its accumulators never land. It was issued "
+           "here:",
+           t.wgmma.accumulators.front().pc, false);
+  }
+  if (!t.bulk.open.empty() || t.bulk.read_complete < t.bulk.committed_count) {
+    report(&t, "bulk copy still pending at thread exit",
+           "a TMA store was never committed and waited for (cp.async.bulk.commit_group, "
+           "cp.async.bulk.wait_group[.read]) before the thread exited, which may still be reading shared memory. "
+           "The first was issued here:",
+           t.bulk.first_pc, false);
+  }
+  // Global writes of bulk copies whose reads are done still complete.
+  for (auto& group : t.bulk.committed) {
+    for (const BulkStore& store : group) {
+      for (const BulkStore::Run& run : store.runs) std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
+    }
+  }
+  t.bulk.committed.clear();
+}
+
+// When every thread has finished: asynchronous copies nobody waited for.
+void Cta::finish_cta() {
+  if (abandoned_ || !launch_.sanitize()) return;
+  for (Mbarrier& barrier : mbarriers_.all()) {
+    if (!barrier.loads.empty()) {
+      report(barrier.loads.front().issuer, "TMA load never waited for",
+             std::to_string(barrier.loads.size()) + " TMA load(s) completing on the mbarrier at " +
+                 shared_.describe_address(barrier.address) +
+                 " never landed: no thread waited for the phase they complete. The first was issued here:",
+             barrier.loads.front().pc, false);
+    }
+  }
 }
 
 void Cta::run(uint3 block) {
   start_threads(block);
   // Threads hand over to each other; control comes back here when none is ready.
-  while (!ready_.empty() && !abandoned_) {
-    SimThread* t = ready_.front();
-    ready_.pop_front();
-    t->state = ThreadState::running;
-    current_thread = t;
-    current_identity = &t->identity;
-    switcher_ = nullptr;
-    keep_continuation(std::move(t->fiber).resume());
-    current_thread = nullptr;
-    current_identity = nullptr;
-    if (launch_.aborted()) abandoned_ = true;
+  for (;;) {
+    while (!ready_.empty() && !abandoned_) {
+      SimThread* t = ready_.front();
+      ready_.pop_front();
+      t->state = ThreadState::running;
+      current_thread = t;
+      current_identity = &t->identity;
+      switcher_ = nullptr;
+      keep_continuation(std::move(t->fiber).resume());
+      current_thread = nullptr;
+      current_identity = nullptr;
+      if (launch_.aborted()) abandoned_ = true;
+    }
+    if (abandoned_ || finished_ == thread_count() || !time_out_waits()) break;
   }
   if (!abandoned_ && finished_ < thread_count()) diagnose_stall();
+  if (finished_ == thread_count()) finish_cta();
   // Suspended fibers (an abandoned CTA) are unwound as they are destroyed.
   for (SimThread& t : threads_) t.fiber = boost::context::fiber();
+}
+
+bool Cta::time_out_waits() {
+  if (progress_ == progress_at_last_time_out_) return false;  // the last time-out changed nothing
+  bool any = false;
+  for (SimThread& t : threads_) {
+    if (t.state != ThreadState::at_mbarrier) continue;
+    t.wait_timed_out = true;
+    make_ready(t);
+    any = true;
+  }
+  progress_at_last_time_out_ = progress_;
+  return any;
 }
 
 boost::context::fiber&& Cta::hand_over(SimThread* thread) {
@@ -367,33 +457,95 @@ void Cta::abandon() {
   throw CtaAborted{};
 }
 
-void Cta::arrive_at_barrier(SimThread& t, const void* pc) {
-  if (barrier_arrived_ > 0 && !same_source(barrier_pc_, pc)) {
-    SimThread* other = nullptr;
-    for (SimThread& candidate : threads_) {
-      if (candidate.state == ThreadState::at_barrier) other = &candidate;
-    }
-    report_fatal(&t, "divergent barrier",
-                 "this thread reached __syncthreads here while " + std::to_string(barrier_arrived_) +
-                     " thread(s) of the CTA (thread " + std::to_string(other ? other->linear : -1) +
-                     " among them) wait at another:\n" + describe_pc(barrier_pc_, "      "),
+void Cta::arrive_at_barrier(SimThread& t, int id, int count, bool wait, const void* pc) {
+  const char* name = wait ? "bar.sync" : "bar.arrive";
+  if (id < 0 || id > 15) {
+    report_fatal(&t, "invalid barrier", std::string(name) + " names barrier " + std::to_string(id) +
+                                            "; a CTA has barriers 0 to 15",
                  pc);
   }
-  barrier_pc_ = pc;
-  if (++barrier_arrived_ < thread_count()) {
+  const bool whole_cta = count == 0;
+  if (!whole_cta && (count % 32 != 0 || count > thread_count() + 31 - (thread_count() - 1) % 32)) {
+    report_fatal(&t, "invalid barrier",
+                 std::string(name) + " " + std::to_string(id) + ", " + std::to_string(count) +
+                     ": the thread count must be a non-zero multiple of 32 and at most the CTA's threads (" +
+                     std::to_string(thread_count()) + ")",
+                 pc);
+  }
+  const int expected = whole_cta ? thread_count() : count;
+  NamedBarrier& barrier = barriers_[static_cast<std::size_t>(id)];
+  if (barrier.arrived > 0) {
+    if (barrier.whole_cta && whole_cta && !same_source(barrier.pc, pc)) {
+      report_fatal(&t, "divergent barrier",
+                   "this thread reached __syncthreads here while " + std::to_string(barrier.arrived) +
+                       " thread(s) of the CTA (thread " + std::to_string(barrier.participants.back()) +
+                       " among them) wait at another:\n" + describe_pc(barrier.pc, "      "),
+                   pc);
+    }
+    if (barrier.expected != expected) {
+      report_fatal(&t, "divergent barrier",
+                   std::string(name) + " " + std::to_string(id) + " for " + std::to_string(expected) +
+                       " threads while " + std::to_string(barrier.arrived) + " thread(s) (thread " +
+                       std::to_string(barrier.participants.back()) + " among them) arrived at it for " +
+                       std::to_string(barrier.expected) + ":\n" + describe_pc(barrier.pc, "      "),
+                   pc);
+    }
+  } else {
+    barrier.expected = expected;
+    barrier.whole_cta = whole_cta;
+    barrier.pc = pc;
+  }
+  if (t.barriers_joined >> id & 1u) {
+    report_fatal(&t, "barrier arrived at twice",
+                 "this thread arrived at barrier " + std::to_string(id) +
+                     " again before it completed (a bar.arrive followed by another bar instruction on the same "
+                     "barrier before the other threads arrived)",
+                 pc);
+  }
+  t.barriers_joined = static_cast<std::uint16_t>(t.barriers_joined | 1u << id);
+  if (launch_.sanitize()) order_.release(t.linear, barrier.released);
+  barrier.participants.push_back(t.linear);
+  if (wait) barrier.waiting.push_back(t.linear);
+  if (++barrier.arrived < barrier.expected) {
+    if (!wait) return;
     t.state = ThreadState::at_barrier;
     t.wait_pc = pc;
-    t.wait_what = "__syncthreads";
+    t.wait_what = whole_cta ? "__syncthreads" : "bar.sync";
+    t.wait_barrier = id;
     suspend(t);
     return;
   }
-  // The last arrival: every earlier access is now ordered before every later one.
-  barrier_arrived_ = 0;
-  barrier_pc_ = nullptr;
-  shared_.next_interval();
-  for (SimThread& other : threads_) {
-    if (other.state == ThreadState::at_barrier) make_ready(other);
+  // The last arrival: every access before an arrival is ordered before every access after a bar.sync.
+  for (const int linear : barrier.participants) {
+    SimThread& other = thread(linear);
+    other.barriers_joined = static_cast<std::uint16_t>(other.barriers_joined & ~(1u << id));
   }
+  for (const int linear : barrier.waiting) {
+    if (launch_.sanitize()) order_.acquire(linear, barrier.released);
+    if (linear != t.linear) make_ready(thread(linear));
+  }
+  barrier.arrived = 0;
+  barrier.participants.clear();
+  barrier.waiting.clear();
+  std::fill(barrier.released.begin(), barrier.released.end(), 0);
+  note_progress();
+}
+
+std::string Cta::describe_wait(const SimThread& t) {
+  if (t.state == ThreadState::at_barrier && t.wait_barrier > 0) {
+    const NamedBarrier& barrier = barriers_[static_cast<std::size_t>(t.wait_barrier)];
+    return "bar.sync " + std::to_string(t.wait_barrier) + ", " + std::to_string(barrier.expected) + " (" +
+           std::to_string(barrier.arrived) + " arrived)";
+  }
+  if (t.state == ThreadState::at_mbarrier) {
+    std::string text = std::string(t.wait_what) + " on the mbarrier at " + shared_.describe_address(t.wait_mbarrier);
+    if (const Mbarrier* barrier = mbarriers_.find(t.wait_mbarrier)) {
+      text += " (phase " + std::to_string(barrier->phase) + ": " + std::to_string(barrier->pending) + " of " +
+              std::to_string(barrier->expected) + " arrivals pending, tx-count " + std::to_string(barrier->tx) + ")";
+    }
+    return text;
+  }
+  return t.wait_what;
 }
 
 // No thread can run and some have not finished: say where each one is.
@@ -401,9 +553,12 @@ void Cta::diagnose_stall() {
   std::string where;
   int first = 0;
   const auto same = [](const SimThread& a, const SimThread& b) {
-    return a.state == b.state && a.wait_pc == b.wait_pc;
+    if (a.state != b.state) return false;
+    if (a.state == ThreadState::finished) return true;
+    return a.wait_pc == b.wait_pc && (a.state != ThreadState::at_mbarrier || a.wait_mbarrier == b.wait_mbarrier) &&
+           (a.state != ThreadState::at_barrier || a.wait_barrier == b.wait_barrier);
   };
-  bool at_barrier = false;
+  bool at_barrier = false, at_mbarrier = false;
   for (int i = 1; i <= thread_count(); ++i) {
     if (i < thread_count() && same(thread(i), thread(first))) continue;
     const SimThread& t = thread(first);
@@ -412,14 +567,35 @@ void Cta::diagnose_stall() {
       where += "finished\n";
     } else {
       at_barrier = at_barrier || t.state == ThreadState::at_barrier;
-      where += std::string("waiting at ") + t.wait_what + "\n" + describe_pc(t.wait_pc, "        ");
+      at_mbarrier = at_mbarrier || t.state == ThreadState::at_mbarrier;
+      where += "waiting at " + describe_wait(t) + "\n" + describe_pc(t.wait_pc, "        ");
     }
     first = i;
   }
-  const std::string kind = at_barrier ? "barrier not reached by every thread" : "warp collective with missing lanes";
+  std::string why;
+  for (const Mbarrier& barrier : mbarriers_.all()) {
+    if (!barrier.valid || barrier.waiters.empty() || barrier.pending != 0 || barrier.tx == 0) continue;
+    why += "    the mbarrier at " + shared_.describe_address(barrier.address) + " has all " +
+           std::to_string(barrier.expected) + " arrivals of phase " + std::to_string(barrier.phase) +
+           " but its tx-count is " + std::to_string(barrier.tx) + ": " +
+           (barrier.tx > 0 ? std::to_string(barrier.tx) + " bytes announced by expect_tx were never delivered"
+                           : std::to_string(-barrier.tx) + " bytes more were delivered than expect_tx announced") +
+           "\n";
+  }
+  bool at_warpgroup_collective = false;
+  for (const SimThread& t : threads_) {
+    const WarpgroupState& group = warpgroups_[static_cast<std::size_t>(t.warpgroup)];
+    if (t.state == ThreadState::at_collective && group.arrived > 0 && group.pc == t.wait_pc) {
+      at_warpgroup_collective = true;
+    }
+  }
+  const std::string kind = at_mbarrier                ? "mbarrier phase that can never complete"
+                           : at_barrier              ? "barrier not reached by every thread"
+                           : at_warpgroup_collective ? "warpgroup collective with missing threads"
+                                                     : "warp collective with missing lanes";
   Finding finding;
   finding.kind = kind;
-  finding.details = "the CTA can make no progress (deadlock); its threads:\n" + where;
+  finding.details = "the CTA can make no progress (deadlock); its threads:\n" + where + why;
   finding.has_block = true;
   finding.block = block_;
   launch_.add(std::move(finding), true);
@@ -428,7 +604,18 @@ void Cta::diagnose_stall() {
 
 // ---- warp collectives --------------------------------------------------------------
 
+namespace {
+// The calling thread waits for the rest of its collective; the last to arrive runs it.
+void wait_at_collective(Cta& cta, SimThread& t, CollectiveKind kind, const void* pc) {
+  t.state = ThreadState::at_collective;
+  t.wait_pc = pc;
+  t.wait_what = collective_name(kind);
+  cta.suspend(t);
+}
+}  // namespace
+
 SimThread& lane_thread(Cta& cta, int warp, int lane) { return cta.thread(32 * warp + lane); }
+SimThread& warpgroup_thread(Cta& cta, int warpgroup, int thread) { return cta.thread(128 * warpgroup + thread); }
 
 void warp_collective(CollectiveKind kind, std::uint32_t qualifiers, unsigned mask, bool aligned, const void* pc,
                      const void* input, void* output, CollectiveCompletion completion) {
@@ -467,10 +654,7 @@ void warp_collective(CollectiveKind kind, std::uint32_t qualifiers, unsigned mas
   warp.outputs[static_cast<std::size_t>(t.lane)] = output;
   warp.arrived |= bit;
   if (warp.arrived != mask) {
-    t.state = ThreadState::at_collective;
-    t.wait_pc = pc;
-    t.wait_what = collective_name(kind);
-    cta.suspend(t);
+    wait_at_collective(cta, t, kind, pc);
     return;
   }
   warp.completion(warp, cta);
@@ -478,6 +662,50 @@ void warp_collective(CollectiveKind kind, std::uint32_t qualifiers, unsigned mas
   for (int lane = 0; lane < 32; ++lane) {
     if (lane != t.lane && (mask >> lane & 1u)) cta.make_ready(lane_thread(cta, t.warp, lane));
   }
+  cta.note_progress();
+}
+
+void warpgroup_collective(CollectiveKind kind, std::uint64_t qualifiers, const void* pc, const void* input, void* output,
+                          WarpgroupCompletion completion) {
+  SimThread& t = *current_thread;
+  Cta& cta = *t.cta;
+  WarpgroupState& group = cta.warpgroup(t.warpgroup);
+  if (128 * (t.warpgroup + 1) > cta.thread_count()) {
+    report_fatal(&t, "warpgroup collective outside a warpgroup",
+                 std::string(collective_name(kind)) + " needs the four warps of a warpgroup; the CTA's " +
+                     std::to_string(cta.thread_count()) + " threads leave warpgroup " +
+                     std::to_string(t.warpgroup) + " incomplete",
+                 pc);
+  }
+  if (group.arrived != 0) {
+    if (group.kind != kind || group.qualifiers != qualifiers || !same_source(group.pc, pc)) {
+      report_fatal(&t, "divergent warpgroup collective",
+                   "this thread reached " + std::string(collective_name(kind)) + " here while threads of warpgroup " +
+                       std::to_string(t.warpgroup) + " wait at " + collective_name(group.kind) +
+                       (group.kind == kind && group.qualifiers != qualifiers ? " with other qualifiers" : "") +
+                       ":\n" + describe_pc(group.pc, "      "),
+                   pc);
+    }
+  } else {
+    group.kind = kind;
+    group.qualifiers = qualifiers;
+    group.pc = pc;
+    group.completion = completion;
+  }
+  const auto index = static_cast<std::size_t>(t.linear % 128);
+  group.inputs[index] = input;
+  group.outputs[index] = output;
+  if (++group.arrived < 128) {
+    wait_at_collective(cta, t, kind, pc);
+    return;
+  }
+  group.completion(group, cta);
+  group.arrived = 0;
+  for (int other = 0; other < 128; ++other) {
+    SimThread& member = warpgroup_thread(cta, t.warpgroup, other);
+    if (&member != &t) cta.make_ready(member);
+  }
+  cta.note_progress();
 }
 
 // ---- grids -------------------------------------------------------------------------

@@ -2,21 +2,26 @@
 // host threads of the launch's stream, one CTA at a time per host thread; the
 // threads of a CTA are fibers (Boost.Context, each on its own stack with a
 // guard page) that run one at a time, each until it blocks (at a barrier, at
-// a warp collective, or at its end) and hands over straight to the next
-// thread that is ready; the CTA's scheduler only starts the first and takes
-// over when none is ready.
-//   - __syncthreads is an arrival-counting barrier over every thread of the CTA
-//     at one source location (a place in the source, not an address: the host
-//     compiler may duplicate a call that nvcc never would); reaching it from
-//     two places, or not at all from a thread that exited, is reported.
-//   - A warp collective (shfl.sync, bar.warp.sync, ldmatrix, mma) is a
-//     rendezvous of the lanes its member mask names; the last lane to arrive
-//     executes it for all of them. Lanes must agree on the kind and the
-//     qualifiers, and for .aligned instructions on the source location.
+// a warp or warpgroup collective, at an mbarrier wait, or at its end) and
+// hands over straight to the next thread that is ready; the CTA's scheduler
+// only starts the first and takes over when none is ready.
+//   - __syncthreads and bar.sync / bar.arrive are arrival-counting barriers
+//     (sixteen per CTA) over every thread of the CTA or over the thread count
+//     they name; the count-less form must be reached from one source location
+//     (a place in the source, not an address: the host compiler may duplicate
+//     a call that nvcc never would); reaching it from two places, or not at
+//     all from a thread that exited, is reported.
+//   - A warp collective (shfl.sync, bar.warp.sync, ldmatrix, stmatrix, mma,
+//     elect.sync) is a rendezvous of the lanes its member mask names; a
+//     warpgroup collective (the wgmma instructions, setmaxnreg) of the 128
+//     threads of a warpgroup. The last thread to arrive executes it for all of
+//     them. Threads must agree on the kind and the qualifiers, and for .aligned
+//     instructions on the source location.
 //   - When no thread can run and some have not finished, the CTA is
 //     deadlocked: the report lists every thread's wait point.
 // Shared memory is one window per CTA (shared_memory.hpp); every access to it
-// and to global memory is checked (docs/cudasim.md, "Sanitizer").
+// and to global memory is checked (docs/cudasim.md, "Sanitizer"), shared
+// accesses against the CTA's happens-before (happens_before.hpp).
 #pragma once
 
 #include <array>
@@ -32,6 +37,7 @@
 
 #include <boost/context/fiber.hpp>
 
+#include "harness/cudasim/async_state.hpp"
 #include "harness/cudasim/device_memory.hpp"
 #include "harness/cudasim/runtime_api.hpp"
 
@@ -40,27 +46,26 @@ namespace cudasim {
 class Cta;
 class Launch;
 
-// One cp.async, from issue until the cp.async.wait_group that covers its group.
-struct PendingCopy {
-  std::uint32_t destination = 0;          // shared-window address
-  const unsigned char* source = nullptr;  // global memory
-  std::uint32_t source_bytes = 0;         // the rest of the 16 bytes is zero-filled
-  const void* pc = nullptr;
-};
-
-enum class ThreadState { ready, running, at_barrier, at_collective, finished };
+enum class ThreadState { ready, running, at_barrier, at_collective, at_mbarrier, finished };
 
 struct SimThread {
   ThreadIdentity identity{};
   int linear = 0;  // threadIdx.x + blockDim.x·(threadIdx.y + blockDim.y·threadIdx.z)
   int warp = 0, lane = 0;
+  int warpgroup = 0;
   Cta* cta = nullptr;
   boost::context::fiber fiber;  // the thread while it is suspended (empty while it runs)
   ThreadState state = ThreadState::ready;
-  const void* wait_pc = nullptr;  // where it waits (at_barrier, at_collective) or ended
+  const void* wait_pc = nullptr;  // where it waits (at_barrier, at_collective, at_mbarrier) or ended
   const char* wait_what = "";
+  std::uint32_t wait_mbarrier = 0;  // at_mbarrier: the object's shared address
+  bool wait_timed_out = false;      // at_mbarrier: woken by the time limit, not by the phase
+  int wait_barrier = -1;            // at_barrier: the barrier's id
+  std::uint16_t barriers_joined = 0;  // named barriers (bit per id) it arrived at that have not completed
   std::vector<PendingCopy> open_group;                     // issued, not yet committed
   std::deque<std::vector<PendingCopy>> committed_groups;  // oldest first
+  WgmmaThreadState wgmma;
+  BulkThreadState bulk;
 };
 
 // The simulated thread running on this host thread (null outside kernels).
@@ -94,7 +99,10 @@ struct CtaAborted {};
 
 // ---- warp collectives --------------------------------------------------------------
 
-enum class CollectiveKind { shuffle, warp_sync, ldmatrix, mma };
+enum class CollectiveKind {
+  shuffle, warp_sync, ldmatrix, stmatrix, mma, elect,                           // warp
+  wgmma_fence, wgmma_mma, wgmma_commit, wgmma_wait, setmaxnreg                   // warpgroup
+};
 const char* collective_name(CollectiveKind kind);
 
 struct WarpState;
@@ -111,7 +119,27 @@ struct WarpState {
   CollectiveCompletion completion = nullptr;
   std::array<const void*, 32> inputs{};
   std::array<void*, 32> outputs{};
-  std::uint32_t sync_count = 0;  // completed __syncwarp of this warp (orders its lanes' accesses)
+};
+
+// The same for the 128 threads of a warpgroup (inputs and outputs by thread
+// of the warpgroup, warp-major).
+struct WarpgroupState;
+using WarpgroupCompletion = void (*)(WarpgroupState& group, Cta& cta);
+struct WarpgroupState {
+  int index = 0;
+  CollectiveKind kind{};
+  const void* pc = nullptr;
+  std::uint64_t qualifiers = 0;
+  int arrived = 0;
+  WarpgroupCompletion completion = nullptr;
+  std::array<const void*, 128> inputs{};
+  std::array<void*, 128> outputs{};
+  // The wgmma agent (its clock counts the warpgroup's wgmma-groups), -1 until its first wgmma.
+  int wgmma_agent = -1;
+  int registers = 0;  // setmaxnreg's last count (0: none yet)
+  // The join of the warpgroup's vector clocks, as of the sum of their own clocks `view_key`.
+  std::vector<std::uint32_t> view;
+  std::uint64_t view_key = 0;
 };
 
 // The calling lane's part of a collective. `aligned` collectives (ldmatrix,
@@ -119,6 +147,11 @@ struct WarpState {
 // qualifiers and member mask. Returns once the collective has run.
 void warp_collective(CollectiveKind kind, std::uint32_t qualifiers, unsigned mask, bool aligned, const void* pc,
                      const void* input, void* output, CollectiveCompletion completion);
+// The calling thread's part of a warpgroup collective (all .aligned): every
+// thread of its warpgroup at the same program counter with the same kind and
+// qualifiers. Returns once the collective has run.
+void warpgroup_collective(CollectiveKind kind, std::uint64_t qualifiers, const void* pc, const void* input, void* output,
+                          WarpgroupCompletion completion);
 
 // ---- launches ----------------------------------------------------------------------
 
@@ -150,7 +183,13 @@ bool sanitizing();
 void check_global_access(SimThread& thread, const void* address, std::size_t bytes, std::size_t alignment,
                          const char* what, const void* pc);
 
-// The CTA's threads of a warp, by lane.
+// The CTA's threads of a warp, by lane, and of a warpgroup, by thread of the warpgroup.
 SimThread& lane_thread(Cta& cta, int warp, int lane);
+SimThread& warpgroup_thread(Cta& cta, int warpgroup, int thread);
+
+// "thread 5 (warp 0, lane 5)"
+std::string describe_thread(int linear);
+// The source lines of a program counter, one per inlined frame, each line starting with `indent`.
+std::string describe_pc(const void* pc, const char* indent);
 
 }  // namespace cudasim

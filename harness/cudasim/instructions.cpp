@@ -142,6 +142,95 @@ float ex2_approx_ftz(float x) {
   return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
 }
 
+// ---- Hopper (sm_90a) -----------------------------------------------------------------
+
+int swizzle_bytes(Swizzle swizzle) {
+  switch (swizzle) {
+    case Swizzle::none:
+      return 16;
+    case Swizzle::bytes32:
+      return 32;
+    case Swizzle::bytes64:
+      return 64;
+    case Swizzle::bytes128:
+      return 128;
+  }
+  return 16;
+}
+
+// 5.5.7: the pattern tables (16-byte chunks, 128-byte lines) are an XOR of the
+// chunk index (address bits 4 and up) with the line index within the pattern
+// (address bits 7 and up): one bit for 32-byte swizzle, two for 64, three for 128.
+std::uint32_t swizzle_address(std::uint32_t address, Swizzle swizzle) {
+  const int bits = swizzle == Swizzle::bytes32 ? 1 : swizzle == Swizzle::bytes64 ? 2 : swizzle == Swizzle::bytes128 ? 3 : 0;
+  const std::uint32_t mask = (1u << bits) - 1;
+  return address ^ (((address >> 7) & mask) << 4);
+}
+
+MatrixDescriptor decode_matrix_descriptor(std::uint64_t descriptor) {
+  const auto field = [descriptor](int low, int width) {
+    return static_cast<std::uint32_t>(descriptor >> low) & ((1u << width) - 1);
+  };
+  MatrixDescriptor decoded;
+  decoded.start_address = field(0, 14) << 4;
+  decoded.leading_byte_offset = field(16, 14) << 4;
+  decoded.stride_byte_offset = field(32, 14) << 4;
+  decoded.base_offset = field(49, 3);
+  static constexpr Swizzle kModes[4] = {Swizzle::none, Swizzle::bytes128, Swizzle::bytes64, Swizzle::bytes32};
+  decoded.swizzle = kModes[field(62, 2)];
+  return decoded;
+}
+
+std::uint32_t wgmma_element_address(const MatrixDescriptor& d, bool mn_major, int mn, int k) {
+  const auto umn = static_cast<std::uint32_t>(mn), uk = static_cast<std::uint32_t>(k);
+  const std::uint32_t width = static_cast<std::uint32_t>(swizzle_bytes(d.swizzle));
+  std::uint32_t offset;
+  if (!mn_major) {
+    // ((8,m),(T,2k)):((1T,SBO),(1,LBO)) without swizzle; ((8,m),(T,2k)):((S·T,SBO),(1,T)) with.
+    offset = d.swizzle == Swizzle::none ? umn % 8 * 16 + umn / 8 * d.stride_byte_offset + uk % 8 * 2 +
+                                              uk / 8 * d.leading_byte_offset
+                                        : umn % 8 * width + umn / 8 * d.stride_byte_offset + uk * 2;
+  } else if (d.swizzle == Swizzle::none) {
+    // ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
+    offset = umn % 8 * 2 + umn / 8 * d.stride_byte_offset + uk % 8 * 16 + uk / 8 * d.leading_byte_offset;
+  } else {
+    // ((T,S,m),(8,k)):((1,T,LBO),(S·T,SBO)): S·T = width / 2 elements of mn per line.
+    const std::uint32_t span = width / 2;
+    offset = umn % span * 2 + umn / span * d.leading_byte_offset + uk % 8 * width + uk / 8 * d.stride_byte_offset;
+  }
+  return swizzle_address(d.start_address + offset, d.swizzle);
+}
+
+Element wgmma_accumulator_element(int thread, int i) {
+  const int warp = thread / 32, lane = thread % 32;
+  return Element{16 * warp + lane / 4 + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * (lane % 4) + (i & 1)};
+}
+
+Element wgmma_a_element(int thread, int i) {
+  const int warp = thread / 32, lane = thread % 32;
+  return Element{16 * warp + lane / 4 + 8 * ((i >> 1) & 1), 2 * (lane % 4) + (i & 1) + 8 * (i >> 2)};
+}
+
+void wgmma_m64nNk16(int n, const double* a, const double* b, bool scale_d, float* d) {
+  thread_local std::vector<double> sum;
+  sum.resize(static_cast<std::size_t>(64 * n));
+  for (int i = 0; i < 64 * n; ++i) sum[static_cast<std::size_t>(i)] = scale_d ? d[i] : 0.0;
+  for (int row = 0; row < 64; ++row) {
+    double* out = &sum[static_cast<std::size_t>(row * n)];
+    for (int k = 0; k < 16; ++k) {
+      const double x = a[row * 16 + k];
+      const double* in = b + k * n;
+      for (int column = 0; column < n; ++column) out[column] += x * in[column];
+    }
+  }
+  for (int i = 0; i < 64 * n; ++i) d[i] = static_cast<float>(sum[static_cast<std::size_t>(i)]);
+}
+
+Element stmatrix_element(int lane, int half, bool transposed) {
+  const int quad = lane / 4, pair = 2 * (lane % 4) + half;
+  return transposed ? Element{pair, quad} : Element{quad, pair};
+}
+
 }  // namespace ptx
 
 // ---- entry points ------------------------------------------------------------------
@@ -175,13 +264,32 @@ void check_global_access(SimThread& thread, const void* address, std::size_t byt
   }
 }
 
-// "Parallel Synchronization and Communication Instructions: bar.sync" (__syncthreads).
-void barrier_sync() { current_cta().arrive_at_barrier(me(), CUDASIM_PC); }
+// 9.7.13.1 "Parallel Synchronization and Communication Instructions: bar, barrier":
+// bar.sync without a thread count (__syncthreads) waits for every thread of the
+// CTA; with one, for that many; bar.arrive signals without waiting. A barrier
+// orders every access before an arrival before every access after a bar.sync.
+void barrier_sync() { current_cta().arrive_at_barrier(me(), 0, 0, true, CUDASIM_PC); }
+void named_barrier_sync(int id, int threads) { current_cta().arrive_at_barrier(me(), id, threads, true, CUDASIM_PC); }
+void named_barrier_arrive(int id, int threads) {
+  if (threads == 0) {
+    report_fatal(&me(), "invalid barrier", "bar.arrive needs a non-zero thread count", CUDASIM_PC);
+  }
+  current_cta().arrive_at_barrier(me(), id, threads, false, CUDASIM_PC);
+}
 
-// "Parallel Synchronization and Communication Instructions: bar.warp.sync".
+// 9.7.13.2 "Parallel Synchronization and Communication Instructions: bar.warp.sync":
+// the lanes of the member mask synchronise, which orders their accesses.
 void warp_sync(unsigned member_mask) {
   warp_collective(CollectiveKind::warp_sync, 0, member_mask, false, CUDASIM_PC, nullptr, nullptr,
-                  [](WarpState& warp, Cta&) { ++warp.sync_count; });
+                  [](WarpState& warp, Cta& cta) {
+                    if (!cta.sanitize()) return;
+                    std::vector<int> lanes;
+                    const int warp_index = static_cast<int>(&warp - &cta.warp(0));
+                    for (int lane = 0; lane < 32; ++lane) {
+                      if (warp.mask >> lane & 1u) lanes.push_back(32 * warp_index + lane);
+                    }
+                    cta.order().synchronize(lanes);
+                  });
 }
 
 namespace {
@@ -360,6 +468,68 @@ void mma_m16n8k16_f32(MmaInputType type, float* d, const std::uint32_t* a, const
 }
 
 float ex2_approx_ftz_f32(float x) { return ptx::ex2_approx_ftz(x); }
+
+// ---- Hopper warp collectives ---------------------------------------------------------
+
+namespace {
+struct ElectOut {
+  bool leader;
+  std::uint32_t lane;
+};
+struct StmatrixIn {
+  std::uint32_t address;
+  std::uint32_t registers[4];
+};
+}  // namespace
+
+// 9.7.13.14 "elect.sync": one leader of the member mask, the same for the same
+// mask every time. The ISA does not say which; the simulator elects the
+// highest lane, so that a kernel relying on lane 0 shows it.
+bool elect_sync(unsigned member_mask, std::uint32_t* leader) {
+  ElectOut out{};
+  warp_collective(CollectiveKind::elect, 0, member_mask, false, CUDASIM_PC, nullptr, &out, [](WarpState& warp, Cta&) {
+    const auto chosen = static_cast<std::uint32_t>(31 - __builtin_clz(warp.mask));
+    for (std::uint32_t lane = 0; lane < 32; ++lane) {
+      if (warp.mask >> lane & 1u) *static_cast<ElectOut*>(warp.outputs[lane]) = ElectOut{lane == chosen, chosen};
+    }
+  });
+  if (leader) *leader = out.lane;
+  return out.leader;
+}
+
+// 9.7.14.5.16 "stmatrix" (.m8n8, .b16, .x1/.x2/.x4, optionally .trans): lane
+// 8m + r gives the address of row r of matrix m; register m of each lane holds
+// its fragment of matrix m (ptx::stmatrix_element).
+void stmatrix_m8n8_b16(int matrices, bool transposed, std::uint32_t row_address, const std::uint32_t* registers) {
+  StmatrixIn in{row_address, {}};
+  std::memcpy(in.registers, registers, sizeof(std::uint32_t) * static_cast<std::size_t>(matrices));
+  warp_collective(
+      CollectiveKind::stmatrix, static_cast<std::uint32_t>(2 * matrices + (transposed ? 1 : 0)), 0xffffffffu, true,
+      CUDASIM_PC, &in, nullptr, [](WarpState& warp, Cta& cta) {
+        const int count = static_cast<int>(warp.qualifiers / 2);
+        const bool trans = (warp.qualifiers & 1u) != 0;
+        const int warp_index = static_cast<int>(&warp - &cta.warp(0));
+        std::uint16_t rows[4][8][8] = {};
+        for (int lane = 0; lane < 32; ++lane) {
+          const auto* mine = static_cast<const StmatrixIn*>(warp.inputs[lane]);
+          for (int m = 0; m < count; ++m) {
+            for (int half = 0; half < 2; ++half) {
+              const ptx::Element at = ptx::stmatrix_element(lane, half, trans);
+              rows[m][at.row][at.column] = static_cast<std::uint16_t>(mine->registers[m] >> (16 * half));
+            }
+          }
+        }
+        for (int m = 0; m < count; ++m) {
+          for (int r = 0; r < 8; ++r) {
+            const int lane = 8 * m + r;
+            const auto address = static_cast<const StmatrixIn*>(warp.inputs[lane])->address;
+            std::memcpy(cta.shared().access(lane_thread(cta, warp_index, lane), address, 16, 16, SharedAccess::write,
+                                            warp.pc),
+                        rows[m][r], 16);
+          }
+        }
+      });
+}
 
 // ---- atomics -----------------------------------------------------------------------
 

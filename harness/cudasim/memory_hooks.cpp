@@ -14,15 +14,35 @@
 // consistent atomics and not checked.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "harness/cudasim/cta.hpp"
 
 namespace cudasim {
 namespace {
 
+// 9.7.15.7.3 "wgmma.wait_group": accessing the accumulator or A-fragment
+// registers of a wgmma.mma_async before a wait covers it is undefined. The
+// registers are the kernel's arrays, whose address the wgmma entry point takes.
+void check_wgmma_registers(SimThread& thread, const void* address, std::size_t bytes, bool write, const void* pc) {
+  const auto* begin = static_cast<const unsigned char*>(address);
+  for (const InFlightRegisters& registers : thread.wgmma.registers) {
+    if (begin < registers.begin + registers.bytes && registers.begin < begin + bytes) {
+      report(&thread, "wgmma registers accessed before wgmma.wait_group",
+             std::string(write ? "write" : "read") + " of " + std::to_string(bytes) + " bytes of the " +
+                 registers.what +
+                 " registers of an in-flight wgmma.mma_async, which no wgmma.wait_group has covered yet: they hold "
+                 "poison until it does",
+             pc, false, registers.pc, "the wgmma.mma_async");
+      return;
+    }
+  }
+}
+
 void plain_access(void* address, std::size_t bytes, bool write, std::size_t alignment, const void* pc) {
   SimThread* thread = current_thread;
   if (!thread) return;
+  if (!thread->wgmma.registers.empty()) check_wgmma_registers(*thread, address, bytes, write, pc);
   SharedMemory& shared = thread->cta->shared();
   if (shared.contains(address)) {
     const auto offset = static_cast<std::uint32_t>(static_cast<unsigned char*>(address) - shared.base());

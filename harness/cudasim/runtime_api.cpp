@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness/cudasim/device_memory.hpp"
+#include "harness/cudasim/driver_api.hpp"
 #include "harness/cudasim/execution.hpp"
 #include "harness/cudasim/launch.hpp"
 #include "harness/errors.hpp"
@@ -78,6 +79,18 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t b
   }
   if (bytes) std::memcpy(destination, source, bytes);
   return cudaSuccess;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function, unsigned int cuda_version,
+                                             unsigned long long, cudaDriverEntryPointQueryResult* status) {
+  const auto answer = [&](void* found, cudaDriverEntryPointQueryResult result) {
+    *function = found;
+    if (status) *status = result;
+    return cudaSuccess;
+  };
+  if (std::string(symbol) != "cuTensorMapEncodeTiled") return answer(nullptr, cudaDriverEntryPointSymbolNotFound);
+  if (cuda_version < 12000) return answer(nullptr, cudaDriverEntryPointVersionNotSufficent);
+  return answer(reinterpret_cast<void*>(&cudasim::encode_tensor_map_tiled), cudaDriverEntryPointSuccess);
 }
 
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

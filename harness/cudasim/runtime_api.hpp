@@ -39,6 +39,14 @@ enum cudaMemcpyKind : int {
 enum cudaFuncAttribute : int {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
 };
+enum cudaGetDriverEntryPointFlags : unsigned long long {
+  cudaEnableDefault = 0,
+};
+enum cudaDriverEntryPointQueryResult : int {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2,
+};
 
 // What a simulated launch runs on: the host threads its CTAs may use.
 struct Stream {
@@ -55,6 +63,9 @@ using cudasim::cudaError;
 using enum cudasim::cudaError;
 using enum cudasim::cudaMemcpyKind;
 using enum cudasim::cudaFuncAttribute;
+using enum cudasim::cudaGetDriverEntryPointFlags;
+using enum cudasim::cudaDriverEntryPointQueryResult;
+using cudasim::cudaDriverEntryPointQueryResult;
 using cudasim::cudaFuncAttribute;
 using cudasim::cudaMemcpyKind;
 
@@ -66,6 +77,11 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t b
                             cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+// The driver functions a simulated program may ask for: cuTensorMapEncodeTiled
+// (version 12000 and later), the simulator's (driver_api.hpp).
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function, unsigned int cuda_version,
+                                             unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* status = nullptr);
 template <typename Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attribute, int value) {
   return cudasim::set_function_attribute(reinterpret_cast<const void*>(kernel), attribute, value);

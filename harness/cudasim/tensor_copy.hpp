@@ -1,0 +1,15 @@
+// The tensor copies of the simulator (tensor_copy.cpp): TMA loads and stores
+// through tensor maps; mbarrier.cpp lands a load when its phase completes.
+#pragma once
+
+#include "harness/cudasim/happens_before.hpp"
+#include "harness/cudasim/mbarrier.hpp"
+
+namespace cudasim {
+
+class Cta;
+
+// A TMA load lands: its bytes are written to shared memory by `epoch`.
+void land_tma_load(Cta& cta, TmaLoadInFlight& load, Epoch epoch);
+
+}  // namespace cudasim

@@ -25,6 +25,7 @@ using Json = nlohmann::ordered_json;
 
 struct CompareOptions {
   std::string base, next, config, markdown, junit, json;
+  bool allow_missing = false;
   // The tolerance flags: configuration key, the option (given or not), its value.
   struct Flag {
     std::string key;
@@ -98,6 +99,7 @@ std::pair<Json, Json> load_both(const std::string& base, const std::string& next
 int command_compare(const CompareOptions& options) {
   CompareSettings settings = options.config.empty() ? CompareSettings{} : load_compare_config(options.config);
   apply_command_line_settings(settings, command_line_flags(options));
+  settings.allow_missing = options.allow_missing;
   check_output_paths(options);
   const auto [base, next] = load_both(options.base, options.next);
   const CompareReport report = compare_results(base, next, settings, options.base, options.next);
@@ -156,6 +158,9 @@ Subcommand add_compare_command(CLI::App& app) {
   add_setting("allow_different_devices", "--allow-different-devices", bool{}, "Compare even when the devices differ");
   add_setting("allow_different_settings", "--allow-different-settings", bool{},
               "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
+  command->add_flag("--allow-missing", options->allow_missing,
+                    "Judge what both files hold even when one is unfinished or cells that ran in BASE are missing "
+                    "from NEW (otherwise exit 3)");
   command->add_option("--markdown", options->markdown,
                       "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout")
       ->check(output_name_check());

@@ -344,6 +344,15 @@ TEST(ScenarioErrors, ConflictsAndDuplicatesAreRefused) {
   EXPECT_TRUE(has_error(errors, "cases[2] x sweep{seqlen=16}", "same case as cases[1]")) << dump(errors);
 }
 
+TEST(ScenarioErrors, ASweepAxisThatRepeatsValuesIsReportedOnceNamingTheAxis) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 8},
+    "sweep": {"seqlen": [16, 32], "causal": [false, true, false, true, false]}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "sweep.causal", "repeats 3 values (first: [2] is false, as [0]); list each value once"))
+      << dump(errors);
+}
+
 TEST(ScenarioErrors, UnknownImplementationsListTheKnownOnes) {
   const auto errors = parse_errors(R"({"name": "t", "description": "d",
     "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8},

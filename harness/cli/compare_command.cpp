@@ -3,12 +3,11 @@
 // checked, and every output rendered, before anything is written: bad input
 // (exit 2) and a refusal because the devices or the run settings differ (exit
 // 3) leave no file behind.
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 
 #include "harness/cli/commands.hpp"
@@ -16,6 +15,7 @@
 #include "harness/compare/outputs.hpp"
 #include "harness/errors.hpp"
 #include "harness/results/document.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 namespace {
@@ -44,8 +44,9 @@ Json command_line_flags(const CompareOptions& options) {
   return flags;
 }
 
-// --markdown, --junit and --json: "-" (stdout, for one of them) or a new or
-// existing file in a writable directory that is no input (nor the config).
+// --markdown, --junit and --json: "-" (stdout, for one of them) or a file, not
+// a directory, that is no input (nor the config). Its directory is made (or
+// found unwritable) once the comparison is rendered.
 void check_output_paths(const CompareOptions& options) {
   std::vector<Diagnostic> diagnostics;
   std::vector<std::pair<std::string, std::string>> outputs;  // flag, path
@@ -71,11 +72,8 @@ void check_output_paths(const CompareOptions& options) {
         diagnostics.push_back({"", flag, path + " is also given to " + outputs[j].first});
       }
     }
-    const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
     if (fs::is_directory(path, error)) {
       diagnostics.push_back({"", flag, path + " is a directory; give a file name"});
-    } else if (!fs::is_directory(parent, error) || access(parent.c_str(), W_OK) != 0) {
-      diagnostics.push_back({"", flag, "cannot write into \"" + parent.string() + "\" (missing or not writable)"});
     }
   }
   if (!diagnostics.empty()) throw InputError(diagnostics);
@@ -110,11 +108,14 @@ int command_compare(const CompareOptions& options) {
     std::fputs(render_compare_refusal(report).c_str(), terminal);
     return report.exit_code;
   }
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {options.markdown, options.markdown.empty() ? "" : render_compare_markdown(report)},
-      {options.junit, options.junit.empty() ? "" : render_compare_junit(report)},
-      {options.json, options.json.empty() ? "" : compare_report_json(report).dump(1) + "\n"}};
-  for (const auto& [path, text] : files) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> files = {
+      {"--markdown", options.markdown, options.markdown.empty() ? "" : render_compare_markdown(report)},
+      {"--junit", options.junit, options.junit.empty() ? "" : render_compare_junit(report)},
+      {"--json", options.json, options.json.empty() ? "" : compare_report_json(report).dump(1) + "\n"}};
+  for (const auto& [flag, path, text] : files) {
+    if (!path.empty() && path != "-") prepare_output_directory(path, flag);
+  }
+  for (const auto& [flag, path, text] : files) {
     if (path.empty()) continue;
     if (path == "-") std::fputs(text.c_str(), stdout);
     else write_file_atomically(path, text);

@@ -11,6 +11,7 @@
 #include "harness/report/table_kinds.hpp"
 #include "harness/results/document.hpp"
 #include "harness/report/table.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 
@@ -53,6 +54,7 @@ Subcommand add_report_command(CLI::App& app) {
               std::fwrite(text.data(), 1, text.size(), stdout);
               return kExitSuccess;
             }
+            prepare_output_directory(options->output, "-o");
             try {
               write_file_atomically(options->output, text);
             } catch (const std::runtime_error& error) {

@@ -1,12 +1,10 @@
 #include "harness/run/runner.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -31,6 +29,7 @@
 #include "harness/measure/session.hpp"
 #include "harness/measure/statistics.hpp"
 #include "harness/measure/trace.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 
@@ -458,29 +457,13 @@ class ScenarioRunner {
   bool context_lost() const { return context_lost_; }
 };
 
-// Makes sure a file can be created in `directory` (creating the directory), so
-// an unusable -o or --dump is bad input found before anything is written.
-void require_writable_directory(const fs::path& directory, const std::string& option) {
-  std::error_code error;
-  if (!directory.empty()) fs::create_directories(directory, error);
-  const fs::path probe = (directory.empty() ? fs::path(".") : directory) / (".attnbench-probe-" + std::to_string(getpid()));
-  std::ofstream out(probe);
-  const bool writable = static_cast<bool>(out);
-  out.close();
-  fs::remove(probe, error);
-  if (!writable) {
-    throw InputError(option + ": cannot write into \"" + (directory.empty() ? std::string(".") : directory.string()) +
-                     "\" (" + (error ? error.message() : std::string("permission denied or not a directory")) + ")");
-  }
-}
-
 // The files a run writes, checked before anything is: -o not a directory, in a
 // writable place, and no output (the results file, its journal and lock, the
 // dump's index and arrays) one of the scenario files it reads.
 void check_outputs(const std::string& output, const RunOptions& options, const std::vector<Scenario>& scenarios) {
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
-  require_writable_directory(fs::path(output).parent_path(), "-o");
-  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
+  prepare_output_directory(output, "-o");
+  if (!options.dump_dir.empty()) prepare_directory(options.dump_dir, "--dump");
   std::vector<Diagnostic> problems;
   for (const Scenario& scenario : scenarios) {
     for (const std::string& written : {output, journal_path(output), lock_file_path(output)}) {

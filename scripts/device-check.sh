@@ -111,7 +111,7 @@ fi
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
 timeout 90 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
-  --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
+  --filter 'q4096-.*-fwd-' --overwrite -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then
   "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \
     >> "$out/torch_peer.log" 2>&1 &&

@@ -202,7 +202,7 @@ void ImplementationSession::before_sample(bool cold_cache) {
 
 void ImplementationSession::prepare_for_timing() { release_idle_openmp_threads(); }
 
-Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings) {
+MeasureSettings ImplementationSession::timing_settings(const MeasureSettings& scenario_settings) const {
   // A simulator's time says nothing about a GPU's: one sample, no warm-up,
   // whatever the scenario asks (the record's timing says it is simulated).
   MeasureSettings settings = scenario_settings;
@@ -212,6 +212,12 @@ Measurement ImplementationSession::measure(const MeasureSettings& scenario_setti
     settings.min_samples = settings.max_samples = 1;
     settings.min_seconds = 0;
   }
+  return settings;
+}
+
+Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings,
+                                           const std::function<void(int, int)>& call_done) {
+  const MeasureSettings settings = timing_settings(scenario_settings);
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
   prepare_for_timing();
   std::optional<TraceRange> phase_range;
@@ -220,7 +226,7 @@ Measurement ImplementationSession::measure(const MeasureSettings& scenario_setti
     phase_range.emplace(name);
   };
   Measurement measurement = attnbench::measure(
-      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
+      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase, call_done);
   release_idle_openmp_threads();
   return measurement;
 }

@@ -22,7 +22,9 @@
 #include "harness/results/npy.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/measure/profiler.hpp"
+#include "harness/run/case_estimate.hpp"
 #include "harness/run/progress.hpp"
+#include "harness/measure/calibration.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/output.hpp"
 #include "harness/results/run_identity.hpp"
@@ -221,8 +223,9 @@ struct ProfileSettings {
 
 class ScenarioRunner {
  public:
-  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper)
-      : threads_(threads), profile_(profile), results_(results), dumper_(dumper) {}
+  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper,
+                 std::optional<double> host_gemm_rate)
+      : threads_(threads), profile_(profile), results_(results), dumper_(dumper), estimator_(host_gemm_rate) {}
 
   // The backends this run used, for their clocks at the end of the run.
   const std::vector<Backend*>& backends_used() const { return backends_used_; }
@@ -240,6 +243,13 @@ class ScenarioRunner {
     for (Implementation* implementation : planned.implementations) {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
+      const std::string label = scenario.name + "#" + std::to_string(case_index);
+      const std::optional<CaseEstimate> estimate =
+          estimator_.estimate(std::string(implementation->name()), implementation->device() == "cpu",
+                              flop_count(scenario_case.problem).total, minimum_calls(planned.measure));
+      if (estimate && estimate->seconds > kLongCaseSeconds) {
+        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
+      }
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       std::optional<AccuracyResult> checked;
@@ -257,7 +267,8 @@ class ScenarioRunner {
           note_device(session->backend());
           if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
           inputs_dumped = true;
-          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
+          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key, progress,
+                                           estimate);
         }
       } catch (const DeviceError& error) {
         record["status"] = "failed";
@@ -328,16 +339,30 @@ class ScenarioRunner {
 
   // Checks and times one implementation into `record`; returns the accuracy
   // result when the outputs were checked against the oracle.
+  // result when the outputs were checked against the oracle. `estimate` is
+  // what was said before (or nullopt): a first call far longer is said too.
   std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
                                                        Json& record, std::size_t case_index,
-                                                       const std::string& case_key) {
+                                                       const std::string& case_key, Progress& progress,
+                                                       const std::optional<CaseEstimate>& estimate) {
     const Scenario& scenario = *planned.scenario;
     const Implementation& implementation = session.implementation();
+    const std::string name(implementation.name());
     const Problem& p = scenario.cases[case_index].problem;
+    const MeasureSettings settings = session.timing_settings(planned.measure);
     record["configuration"] = session.configuration();
 
+    progress.set_phase("check");
+    const auto check_start = std::chrono::steady_clock::now();
     if (const std::optional<ByteCount> counted = session.checked_call()) {
       record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+    }
+    const double call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    const int calls_left = minimum_calls(settings) - 1;
+    const double seconds_left = call_seconds * calls_left;
+    const bool announced = estimate && estimate->seconds > kLongCaseSeconds;
+    if (seconds_left > kLongCaseSeconds && (!announced || seconds_left > 2 * estimate->seconds)) {
+      progress.note(long_call_note(scenario.name + "#" + std::to_string(case_index), name, call_seconds, calls_left));
     }
     std::optional<AccuracyResult> accuracy;
     const bool check = scenario.accuracy.check && !implementation.is_oracle();
@@ -354,9 +379,12 @@ class ScenarioRunner {
       record["accuracy"]["sample"] = nullptr;
     }
 
-    const MeasureSettings& settings = planned.measure;
     const Json clocks_before = session.backend().read_clocks();
-    const Measurement measurement = session.measure(settings);
+    const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
+    const Measurement measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
+      progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
+                                      : "sample " + std::to_string(samples) + of_samples);
+    });
     const Json clocks_after = session.backend().read_clocks();
     const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
     const double median = measurement.statistics.p50;
@@ -385,7 +413,10 @@ class ScenarioRunner {
                             {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
     if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
 
+    estimator_.record(name, flops.total, median);
+
     Json& traffic = record["traffic"];
+    progress.set_phase("profiling");
     traffic["measured"] = profile_implementation(session);
     const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
     traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
@@ -450,12 +481,35 @@ class ScenarioRunner {
   std::vector<Backend*> backends_used_;
   ResultsOutput& results_;
   CaseDumper& dumper_;
+  CaseTimeEstimator estimator_;
   bool context_lost_ = false;
 
  public:
   // A device error left the device unusable: the process must restart.
   bool context_lost() const { return context_lost_; }
 };
+
+// A run calibrates the host (without --calibrate) when its host work is at
+// least this many FLOPs: seconds at the few GFLOP/s per core the host
+// implementations reach, beside the calibration's fraction of a second.
+constexpr double kCalibrationWorthFlops = 1e10;
+
+// The FLOPs the host implementations of the plan compute at least: each
+// case's FLOPs times the calls the protocol makes at least.
+double minimum_host_flops(const std::vector<PlannedScenario>& plan) {
+  double flops = 0;
+  for (const PlannedScenario& planned : plan) {
+    std::size_t host_implementations = 0;
+    for (const Implementation* implementation : planned.implementations) {
+      if (implementation->device() == "cpu") ++host_implementations;
+    }
+    for (std::size_t case_index : planned.cases) {
+      flops += flop_count(planned.scenario->cases[case_index].problem).total * minimum_calls(planned.measure) *
+               static_cast<double>(host_implementations);
+    }
+  }
+  return flops;
+}
 
 // The files a run writes, checked before anything is: -o not a directory, in a
 // writable place, and no output (the results file, its journal and lock, the
@@ -796,6 +850,14 @@ int run_scenarios(const RunOptions& options) {
   document.set_filter(options.filter);
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
+  // The host calibration: the roofline's CPU ceilings and the rate a first long
+  // host case is estimated at. Worth its fraction of a second only when the
+  // host has that much to do, or when asked.
+  std::optional<HostCalibration> calibration;
+  if (options.calibrate || minimum_host_flops(plan) >= kCalibrationWorthFlops) {
+    calibration = calibrate_host(threads, read_host_info().last_level_cache.bytes);
+  }
+  document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));
   document.set_scenarios(scenarios_json(plan));
   if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
   try {
@@ -804,7 +866,8 @@ int run_scenarios(const RunOptions& options) {
     throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
 
-  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper);
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper,
+                        calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {

@@ -33,7 +33,7 @@ AttentionBuffers HostOutputs::buffers() const {
 
 namespace {
 
-MemoryPlan plan_memory(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
+MemoryPlan plan_memory_with(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
   const bool backward = has_backward(p.direction);
   const ElementType in = element_type(p.dtype);
   const ElementType out = implementation.output_type(p);
@@ -56,6 +56,12 @@ HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
 
 }  // namespace
 
+MemoryPlan plan_memory(const Implementation& implementation, const Problem& problem, int threads) {
+  Problem resolved = problem;
+  resolve_lengths(resolved);
+  return plan_memory_with(resolved, implementation, ExecutionContext{threads, nullptr});
+}
+
 Preflight preflight(const Implementation& implementation, const Problem& p, int threads, bool host_inputs_ready) {
   Preflight result;
   const Verdict available = implementation.availability();
@@ -74,7 +80,7 @@ Preflight preflight(const Implementation& implementation, const Problem& p, int 
     return result;
   }
   const ExecutionContext context{threads, nullptr};
-  result.memory = plan_memory(p, implementation, context);
+  result.memory = plan_memory_with(p, implementation, context);
   const MemoryPlan& memory = result.memory;
   // The arena, plus host copies of the outputs (in the same memory when the device's is the host's).
   const std::uint64_t need = memory.total() + (result.backend->uses_host_memory() ? memory.outputs : 0);

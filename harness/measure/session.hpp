@@ -49,6 +49,10 @@ struct MemoryPlan {
   std::size_t total() const { return inputs + outputs + workspace; }
 };
 
+// The arena an implementation would take for `problem` with `threads` host
+// threads: host logic for every implementation, its device here or not.
+MemoryPlan plan_memory(const Implementation& implementation, const Problem& problem, int threads);
+
 // What the pre-flight of one (case, implementation) found: the backend and the
 // memory plan, or why the implementation cannot run the case here. `attnbench
 // list` shows the same verdicts `run` reaches.

@@ -221,11 +221,21 @@ struct ProfileSettings {
   bool per_kernel = false;
 };
 
+// --memory-only calls an implementation once only when that call takes at
+// most this long (at its rate on earlier cases, or the host calibration's);
+// otherwise its memory is the arena plan.
+constexpr double kMemoryOnlyCallSeconds = 20;
+
 class ScenarioRunner {
  public:
-  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper,
+  ScenarioRunner(int threads, ProfileSettings profile, bool memory_only, ResultsOutput& results, CaseDumper& dumper,
                  std::optional<double> host_gemm_rate)
-      : threads_(threads), profile_(profile), results_(results), dumper_(dumper), estimator_(host_gemm_rate) {}
+      : threads_(threads),
+        profile_(profile),
+        memory_only_(memory_only),
+        results_(results),
+        dumper_(dumper),
+        estimator_(host_gemm_rate) {}
 
   // The backends this run used, for their clocks at the end of the run.
   const std::vector<Backend*>& backends_used() const { return backends_used_; }
@@ -244,9 +254,10 @@ class ScenarioRunner {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
       const std::string label = scenario.name + "#" + std::to_string(case_index);
+      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
       const std::optional<CaseEstimate> estimate =
           estimator_.estimate(std::string(implementation->name()), implementation->device() == "cpu",
-                              flop_count(scenario_case.problem).total, minimum_calls(planned.measure));
+                              flop_count(scenario_case.problem).total, calls);
       if (estimate && estimate->seconds > kLongCaseSeconds) {
         progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
       }
@@ -254,21 +265,26 @@ class ScenarioRunner {
       Json record = base_record(planned, case_index, *implementation);
       std::optional<AccuracyResult> checked;
       try {
+        const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)
+                                                 : std::string();
         std::string skip_reason;
         std::unique_ptr<ImplementationSession> session;
-        {
+        if (not_run.empty()) {
           const TraceRange setup_range("setup");
           session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
         }
-        if (!session) {
+        if (!not_run.empty()) {
+          record_planned_memory(*implementation, scenario_case.problem, record, not_run);
+        } else if (!session) {
           record["status"] = "skipped";
           record["reason"] = skip_reason;
         } else {
           note_device(session->backend());
           if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
           inputs_dumped = true;
-          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key, progress,
-                                           estimate);
+          checked = memory_only_ ? measure_memory(planned, *session, record, case_index, scenario_case.key, progress)
+                                 : measure_implementation(planned, *session, record, case_index, scenario_case.key,
+                                                          progress, estimate);
         }
       } catch (const DeviceError& error) {
         record["status"] = "failed";
@@ -337,8 +353,108 @@ class ScenarioRunner {
     return measured_traffic_json(session.profile(*profiler, profile_.per_kernel));
   }
 
+  // The checked call and the accuracy check into `record`: the accuracy
+  // result when the outputs were checked against the oracle, and how long the
+  // call took.
+  struct Checked {
+    std::optional<AccuracyResult> accuracy;
+    double call_seconds = 0;
+  };
+  Checked check_implementation(const PlannedScenario& planned, ImplementationSession& session, Json& record,
+                               std::size_t case_index, const std::string& case_key, Progress& progress) {
+    const Scenario& scenario = *planned.scenario;
+    const Implementation& implementation = session.implementation();
+    const Problem& p = scenario.cases[case_index].problem;
+    record["configuration"] = session.configuration();
+    progress.set_phase("check");
+    Checked checked;
+    const auto start = std::chrono::steady_clock::now();
+    if (const std::optional<ByteCount> counted = session.checked_call()) {
+      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+    }
+    checked.call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool check = scenario.accuracy.check && !implementation.is_oracle();
+    if (check || dumper_.enabled()) {
+      const HostOutputs host = session.copy_outputs();
+      dump_outputs(scenario, p, case_index, case_key, implementation, host);
+      if (check) checked.accuracy = session.check_accuracy(host);
+    }
+    if (!check) {
+      record["accuracy"] = not_checked(implementation.is_oracle() ? "oracle" : "not_checked",
+                                       implementation.is_oracle() ? "this implementation is the oracle"
+                                                                  : "accuracy.check is false");
+    }
+    return checked;
+  }
+
+  static Json not_checked(const std::string& status, const std::string& reason) {
+    AccuracyResult result;
+    result.status = status;
+    result.reason = reason;
+    Json accuracy = result.to_json();
+    accuracy["sample"] = nullptr;
+    return accuracy;
+  }
+
+  // The record's memory: the plan's parts and the peak, measured (the arena's
+  // high-water mark) or planned (the plan, not run).
+  static Json memory_json(const MemoryPlan& plan, std::size_t peak_bytes, const char* source) {
+    return Json{{"peak_bytes", peak_bytes},
+                {"input_bytes", plan.inputs},
+                {"output_bytes", plan.outputs},
+                {"workspace_bytes", plan.workspace},
+                {"extra_bytes", peak_bytes - plan.inputs - plan.outputs},
+                {"source", source}};
+  }
+
+  static void set_traffic_ratios(Json& record, const Implementation& implementation, const Problem& p) {
+    Json& traffic = record["traffic"];
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
+    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
+                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
+  }
+
+  // --memory-only: why `implementation` is not called on `problem` (its
+  // memory is planned instead), or "" when it runs once: its device is absent,
+  // or one call would take longer than kMemoryOnlyCallSeconds. A problem it
+  // does not support is neither (the session's pre-flight skips it).
+  std::string reason_not_to_call(const Implementation& implementation, const Problem& problem,
+                                 const std::optional<CaseEstimate>& one_call) const {
+    if (!implementation.supports(problem).ok) return "";
+    const Verdict available = implementation.availability();
+    if (!available.ok) return "its device is not here (" + available.reason + ")";
+    if (one_call && one_call->seconds > kMemoryOnlyCallSeconds) {
+      return "one call would take at least " + format_duration(one_call->seconds) + " (" +
+             format_scientific(one_call->flops_per_call) + " FLOP at " + format_flops_rate(one_call->flops_per_second) +
+             ", " + one_call->rate_source + ")";
+    }
+    return "";
+  }
+
+  // --memory-only, not called: the arena plan as the record's memory.
+  void record_planned_memory(const Implementation& implementation, const Problem& problem, Json& record,
+                             const std::string& why) {
+    const MemoryPlan plan = plan_memory(implementation, problem, threads_);
+    record["memory"] = memory_json(plan, plan.total(), "planned");
+    record["reason"] = "memory planned, not run: " + why;
+    record["accuracy"] = not_checked("not_checked", "not run (--memory-only): its memory is the arena plan");
+    set_traffic_ratios(record, implementation, problem);
+  }
+
+  // --memory-only, called: the checked call once with its accuracy check, the
+  // arena's high-water mark as the memory, no timing.
+  std::optional<AccuracyResult> measure_memory(const PlannedScenario& planned, ImplementationSession& session,
+                                               Json& record, std::size_t case_index, const std::string& case_key,
+                                               Progress& progress) {
+    const Problem& p = planned.scenario->cases[case_index].problem;
+    const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
+    record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
+    estimator_.record(std::string(session.implementation().name()), flop_count(p).total, checked.call_seconds);
+    set_traffic_ratios(record, session.implementation(), p);
+    return checked.accuracy;
+  }
+
   // Checks and times one implementation into `record`; returns the accuracy
-  // result when the outputs were checked against the oracle.
   // result when the outputs were checked against the oracle. `estimate` is
   // what was said before (or nullopt): a first call far longer is said too.
   std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
@@ -350,33 +466,14 @@ class ScenarioRunner {
     const std::string name(implementation.name());
     const Problem& p = scenario.cases[case_index].problem;
     const MeasureSettings settings = session.timing_settings(planned.measure);
-    record["configuration"] = session.configuration();
 
-    progress.set_phase("check");
-    const auto check_start = std::chrono::steady_clock::now();
-    if (const std::optional<ByteCount> counted = session.checked_call()) {
-      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
-    }
-    const double call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
     const int calls_left = minimum_calls(settings) - 1;
-    const double seconds_left = call_seconds * calls_left;
+    const double seconds_left = checked.call_seconds * calls_left;
     const bool announced = estimate && estimate->seconds > kLongCaseSeconds;
     if (seconds_left > kLongCaseSeconds && (!announced || seconds_left > 2 * estimate->seconds)) {
-      progress.note(long_call_note(scenario.name + "#" + std::to_string(case_index), name, call_seconds, calls_left));
-    }
-    std::optional<AccuracyResult> accuracy;
-    const bool check = scenario.accuracy.check && !implementation.is_oracle();
-    if (check || dumper_.enabled()) {
-      const HostOutputs host = session.copy_outputs();
-      dump_outputs(scenario, p, case_index, case_key, implementation, host);
-      if (check) accuracy = session.check_accuracy(host);
-    }
-    if (!check) {
-      AccuracyResult result;
-      result.status = implementation.is_oracle() ? "oracle" : "not_checked";
-      result.reason = implementation.is_oracle() ? "this implementation is the oracle" : "accuracy.check is false";
-      record["accuracy"] = result.to_json();
-      record["accuracy"]["sample"] = nullptr;
+      progress.note(
+          long_call_note(scenario.name + "#" + std::to_string(case_index), name, checked.call_seconds, calls_left));
     }
 
     const Json clocks_before = session.backend().read_clocks();
@@ -405,23 +502,14 @@ class ScenarioRunner {
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
-    const MemoryPlan& memory = session.memory();
-    record["memory"] = Json{{"peak_bytes", session.peak_bytes()},
-                            {"input_bytes", memory.inputs},
-                            {"output_bytes", memory.outputs},
-                            {"workspace_bytes", memory.workspace},
-                            {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
     if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
-
     estimator_.record(name, flops.total, median);
 
-    Json& traffic = record["traffic"];
     progress.set_phase("profiling");
-    traffic["measured"] = profile_implementation(session);
-    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
-    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
-                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
-    return accuracy;
+    record["traffic"]["measured"] = profile_implementation(session);
+    set_traffic_ratios(record, implementation, p);
+    return checked.accuracy;
   }
 
   // The fused-versus-baseline rule needs every implementation of the case.
@@ -478,6 +566,7 @@ class ScenarioRunner {
 
   int threads_;
   ProfileSettings profile_;
+  bool memory_only_;
   std::vector<Backend*> backends_used_;
   ResultsOutput& results_;
   CaseDumper& dumper_;
@@ -495,8 +584,9 @@ class ScenarioRunner {
 constexpr double kCalibrationWorthFlops = 1e10;
 
 // The FLOPs the host implementations of the plan compute at least: each
-// case's FLOPs times the calls the protocol makes at least.
-double minimum_host_flops(const std::vector<PlannedScenario>& plan) {
+// case's FLOPs times the calls the protocol makes at least (one with
+// --memory-only).
+double minimum_host_flops(const std::vector<PlannedScenario>& plan, bool memory_only) {
   double flops = 0;
   for (const PlannedScenario& planned : plan) {
     std::size_t host_implementations = 0;
@@ -504,8 +594,8 @@ double minimum_host_flops(const std::vector<PlannedScenario>& plan) {
       if (implementation->device() == "cpu") ++host_implementations;
     }
     for (std::size_t case_index : planned.cases) {
-      flops += flop_count(planned.scenario->cases[case_index].problem).total * minimum_calls(planned.measure) *
-               static_cast<double>(host_implementations);
+      flops += flop_count(planned.scenario->cases[case_index].problem).total *
+               (memory_only ? 1 : minimum_calls(planned.measure)) * static_cast<double>(host_implementations);
     }
   }
   return flops;
@@ -609,7 +699,7 @@ void print_summary(const ResultsDocument& results) {
     name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
   }
   std::string current_case;
-  bool any_timing = false, any_simulated = false;
+  bool any_timing = false, any_simulated = false, any_planned = false;
   for (const auto& record : records) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
@@ -644,11 +734,15 @@ void print_summary(const ResultsDocument& results) {
                 (simulated ? "s" : timing["converged"].get<bool>() ? " " : "*");
       if (p50 > 0 && !simulated) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
     }
-    if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
+    const bool planned = record["memory"].is_object() && record["memory"].value("source", "") == "planned";
+    any_planned = any_planned || planned;
+    if (!record["memory"].is_null()) {
+      peak = format_bytes(record["memory"]["peak_bytes"].get<double>()) + (planned ? "p" : "");
+    }
     std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
                 median.c_str(), spread.c_str(), samples.c_str(), throughput.c_str(), peak.c_str(),
                 worst_error(record["accuracy"]).c_str());
-    if (!ok) {
+    if (!ok || planned) {
       for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
         std::printf("%s\n", line.c_str());
       }
@@ -664,6 +758,13 @@ void print_summary(const ResultsDocument& results) {
                                   : "");
     std::printf("\n");
     for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
+  }
+  if (any_planned) {
+    std::printf("\n");
+    for (const std::string& line : wrap_words("peak mem p: planned from the arena plan, not run (--memory-only).", 80,
+                                               "")) {
+      std::printf("%s\n", line.c_str());
+    }
   }
 }
 
@@ -800,12 +901,16 @@ int run_scenarios(const RunOptions& options) {
   std::size_t total_cases = 0;
   for (const Scenario& scenario : scenarios) {
     PlannedScenario planned{&scenario, {}, scenario.measure, {}, {}};
+    // --memory-only plans the memory of an implementation whose device is absent
+    // instead of refusing it.
+    const auto choose = options.memory_only ? resolve_implementations : select_implementations;
     planned.implementations = options.implementations.empty()
-                                  ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                                  : select_implementations(options.implementations, "--impl");
+                                  ? choose(scenario.implementations, scenario.path + ": implementations")
+                                  : choose(options.implementations, "--impl");
     planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
     planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
                                        threads, profile);
+    if (options.memory_only) planned.settings["memory_only"] = true;
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
     }
@@ -854,7 +959,7 @@ int run_scenarios(const RunOptions& options) {
   // host case is estimated at. Worth its fraction of a second only when the
   // host has that much to do, or when asked.
   std::optional<HostCalibration> calibration;
-  if (options.calibrate || minimum_host_flops(plan) >= kCalibrationWorthFlops) {
+  if (options.calibrate || minimum_host_flops(plan, options.memory_only) >= kCalibrationWorthFlops) {
     calibration = calibrate_host(threads, read_host_info().last_level_cache.bytes);
   }
   document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));
@@ -866,7 +971,8 @@ int run_scenarios(const RunOptions& options) {
     throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
 
-  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper,
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, options.memory_only, output,
+                        dumper,
                         calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;

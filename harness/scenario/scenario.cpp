@@ -11,6 +11,7 @@
 #include "harness/implementation.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
+#include "harness/scenario/problem_json.hpp"
 #include "harness/message_text.hpp"
 
 namespace attnbench {
@@ -211,6 +212,7 @@ class ScenarioParser {
         scenario.implementations.push_back(name);
       }
     }
+    if (document.contains("published") && !broken_.count("published")) check_published(document["published"], scenario);
     if (document.contains("measure") && !broken_.count("measure")) scenario.measure = parse_measure(document["measure"]);
     if (document.contains("accuracy") && !broken_.count("accuracy")) {
       scenario.accuracy = parse_accuracy(document["accuracy"]);
@@ -249,6 +251,25 @@ class ScenarioParser {
     }
     if (count > 0) {
       error("sweep." + axis.key, "repeats " + count_of(count, "value") + " (first: " + first + "); list each value once");
+    }
+  }
+
+  // Every published value must select at least one case of the scenario, or
+  // it would never be shown.
+  void check_published(const Json& published, const Scenario& scenario) {
+    std::vector<Json> problems;
+    for (const ScenarioCase& scenario_case : scenario.cases) problems.push_back(problem_to_json(scenario_case.problem));
+    for (std::size_t s = 0; s < published.size(); ++s) {
+      const Json& values = published[s]["values"];
+      for (std::size_t v = 0; v < values.size(); ++v) {
+        const Json& where = values[v]["where"];
+        const bool selects = std::any_of(problems.begin(), problems.end(),
+                                         [&](const Json& problem) { return problem_matches(where, problem); });
+        if (!selects) {
+          error("published[" + std::to_string(s) + "].values[" + std::to_string(v) + "].where",
+                "selects no case of the scenario (" + shorten(where.dump(), kLabelValueWidth) + ")");
+        }
+      }
     }
   }
 

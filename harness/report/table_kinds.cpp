@@ -1169,6 +1169,7 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
   table.columns.push_back(Column::number("roof", std::string("roof ") + rate.name, rate.name, "roof", 2));
   table.columns.push_back(Column::number("of_roof", "of roof", "", "fraction_of_roof", 2));
   table.columns.push_back(Column::text("bound", "bound by", "bound"));
+  table.columns.push_back(Column::text("algorithm", "algorithm", "algorithm"));
 
   Json ceilings = Json::array();
   std::set<std::string> described;
@@ -1208,6 +1209,8 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
         cells.push_back(placed && achieved && !is_simulated(record) ? Cell::value(achieved.value_or(0) / roof)
                                                                     : Cell::empty());
         cells.push_back(Cell::label(!placed ? "-" : intensity < ceiling->ridge() ? "memory" : "compute"));
+        const Json& algorithm = at(record, {"traffic", "modelled", "algorithm"});
+        cells.push_back(Cell::label(algorithm.is_string() ? algorithm.get<std::string>() : "-"));
         out.rows.push_back(std::move(cells));
       }
     }
@@ -1220,7 +1223,8 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
       "(docs/io-models.md); bytes source says which.");
   table.notes.push_back("roof: the lower of the device's compute ceiling and its bandwidth ceiling times the "
                         "intensity; bound by: memory left of the ridge point (compute ceiling over bandwidth), "
-                        "compute right of it.");
+                        "compute right of it; algorithm: standard (materializing) or fused, from the "
+                        "implementation's traffic model.");
   for (const Json& ceiling : ceilings) {
     table.notes.push_back("Ceilings of " + ceiling["device"].get<std::string>() + ": " +
                           format_flops_rate(ceiling["flops_per_second"].get<double>()) + ", " +

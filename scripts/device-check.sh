@@ -53,7 +53,7 @@ step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | ta
 step "benchmark (scenarios/device_check.json)"
 "$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
-for table in seqlen memory accuracy; do
+for table in seqlen memory accuracy roofline; do
   "$bin/attnbench" report "$out/results.json" --table "$table" > "$out/report-$table.md" 2>> "$out/benchmark.log"
 done
 "$bin/attnbench" report "$out/results.json" --table io > "$out/report-io.md" 2>> "$out/benchmark.log"

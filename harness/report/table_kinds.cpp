@@ -745,6 +745,25 @@ std::string axis_words(const ReportOptions& options) {
   return options.x_axis;
 }
 
+// The rows of a table with one row per record: in each group, by row of the x
+// axis, by implementation; the length cells, then what `cells_of` gives.
+void fill_record_rows(Table& table, const MergedResults& results, const XAxis& x,
+                      const std::function<std::vector<Cell>(const Json& record, const RecordRef& ref)>& cells_of) {
+  const Grouping grouping = start_sweep_table(table, results, x);
+  for (const RecordGroup& group : grouping.groups) {
+    TableGroup out{group.title, group.fields, {}};
+    for (const LengthRow& row : rows_by_length(group, x)) {
+      for (const RecordRef& ref : by_implementation(results, row.records)) {
+        std::vector<Cell> cells = length_cells(row, x);
+        std::vector<Cell> more = cells_of(*ref.record, ref);
+        cells.insert(cells.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        out.rows.push_back(std::move(cells));
+      }
+    }
+    table.groups.push_back(std::move(out));
+  }
+}
+
 // ---- fig2: the FlashAttention paper's Figure 2 (left) ----
 
 Table fig2_table(const MergedResults& results, const ReportOptions& options) {
@@ -1027,29 +1046,21 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
   table.columns.push_back(Column::number("ratio", "traffic / compulsory", "x", "traffic_ratio", 2));
   table.columns.push_back(Column::number("model_ratio", "traffic / modelled", "x", "traffic_model_ratio", 2));
   table.columns.push_back(Column::text("source", "traffic source", "hbm_source"));
-  const Grouping grouping = start_sweep_table(table, results, x);
-  for (const RecordGroup& group : grouping.groups) {
-    TableGroup out{group.title, group.fields, {}};
-    for (const LengthRow& row : rows_by_length(group, x)) {
-      for (const RecordRef& ref : by_implementation(results, row.records)) {
-        const Json& record = *ref.record;
-        const double compulsory = total_bytes(at(record, {"traffic", "compulsory"})).value_or(0);
-        const auto [traffic, source] = hbm_bytes(record);
-        std::vector<Cell> cells = length_cells(row, x);
-        cells.push_back(Cell::label(record["implementation"]));
-        const std::optional<double> modelled = total_bytes(at(record, {"traffic", "modelled"}));
-        cells.push_back(bytes_cell(record, compulsory, unit));
-        cells.push_back(bytes_cell(record, modelled, unit));
-        cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "counted"})), unit));
-        cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "measured"})), unit));
-        cells.push_back(ratio_cell(record, traffic, compulsory > 0 ? std::optional(compulsory) : std::nullopt));
-        cells.push_back(ratio_cell(record, traffic, modelled && *modelled > 0 ? modelled : std::nullopt));
-        cells.push_back(Cell::label(is_ok(record) ? source : "-"));
-        out.rows.push_back(std::move(cells));
-      }
-    }
-    table.groups.push_back(std::move(out));
-  }
+  fill_record_rows(table, results, x, [&](const Json& record, const RecordRef&) {
+    const double compulsory = total_bytes(at(record, {"traffic", "compulsory"})).value_or(0);
+    const auto [traffic, source] = hbm_bytes(record);
+    std::vector<Cell> cells;
+    cells.push_back(Cell::label(record["implementation"]));
+    const std::optional<double> modelled = total_bytes(at(record, {"traffic", "modelled"}));
+    cells.push_back(bytes_cell(record, compulsory, unit));
+    cells.push_back(bytes_cell(record, modelled, unit));
+    cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "counted"})), unit));
+    cells.push_back(bytes_cell(record, total_bytes(at(record, {"traffic", "measured"})), unit));
+    cells.push_back(ratio_cell(record, traffic, compulsory > 0 ? std::optional(compulsory) : std::nullopt));
+    cells.push_back(ratio_cell(record, traffic, modelled && *modelled > 0 ? modelled : std::nullopt));
+    cells.push_back(Cell::label(is_ok(record) ? source : "-"));
+    return cells;
+  });
   table.notes.insert(
       table.notes.end(),
       {byte_unit_note(unit) + ", read plus written. Compulsory: every input read once and every output written once "
@@ -1092,38 +1103,30 @@ Table accuracy_table(const MergedResults& results, const ReportOptions& options)
     if (limited) table.columns.push_back(tensor_column(tensor, "rule_limit", "rule limit"));
   }
   table.columns.push_back(Column::text("sample", "oracle sample", "oracle_sample"));
-  const Grouping grouping = start_sweep_table(table, results, x);
-  for (const RecordGroup& group : grouping.groups) {
-    TableGroup out{group.title, group.fields, {}};
-    for (const LengthRow& row : rows_by_length(group, x)) {
-      for (const RecordRef& ref : by_implementation(results, row.records)) {
-        const Json& record = *ref.record;
-        const Json& accuracy = record["accuracy"];
-        const Cell none = accuracy.is_null() && !is_ok(record) ? missing(record) : Cell::empty();
-        std::vector<Cell> cells = length_cells(row, x);
-        cells.push_back(Cell::label(record["implementation"]));
-        cells.push_back(accuracy.is_null() ? none : Cell::label(accuracy["status"]));
-        for (const auto& [tensor, limited] : tensors) {
-          const Json& error = at(accuracy, {"tensors", tensor.c_str()});
-          cells.push_back(error.is_object() ? Cell::value(error["max_abs_error"].get<double>()) : none);
-          const Json& limit = at(error, {"rule_limit"});
-          if (limited) cells.push_back(limit.is_number() ? Cell::value(limit.get<double>()) : none);
-        }
-        const Json& sample = at(accuracy, {"sample"});
-        if (!sample.is_object()) {
-          cells.push_back(none);
-        } else if (at(sample, {"complete"}) == true) {
-          cells.push_back(Cell::label("complete"));
-        } else {
-          cells.push_back(Cell::label("sampled: " + at(sample, {"query_heads"}).dump() + " heads, " +
-                                      at(sample, {"query_rows"}).dump() + " rows" +
-                                      (at(sample, {"key_side_checked"}) == false ? ", dK/dV not checked" : "")));
-        }
-        out.rows.push_back(std::move(cells));
-      }
+  fill_record_rows(table, results, x, [&](const Json& record, const RecordRef&) {
+    const Json& accuracy = record["accuracy"];
+    const Cell none = accuracy.is_null() && !is_ok(record) ? missing(record) : Cell::empty();
+    std::vector<Cell> cells;
+    cells.push_back(Cell::label(record["implementation"]));
+    cells.push_back(accuracy.is_null() ? none : Cell::label(accuracy["status"]));
+    for (const auto& [tensor, limited] : tensors) {
+      const Json& error = at(accuracy, {"tensors", tensor.c_str()});
+      cells.push_back(error.is_object() ? Cell::value(error["max_abs_error"].get<double>()) : none);
+      const Json& limit = at(error, {"rule_limit"});
+      if (limited) cells.push_back(limit.is_number() ? Cell::value(limit.get<double>()) : none);
     }
-    table.groups.push_back(std::move(out));
-  }
+    const Json& sample = at(accuracy, {"sample"});
+    if (!sample.is_object()) {
+      cells.push_back(none);
+    } else if (at(sample, {"complete"}) == true) {
+      cells.push_back(Cell::label("complete"));
+    } else {
+      cells.push_back(Cell::label("sampled: " + at(sample, {"query_heads"}).dump() + " heads, " +
+                                  at(sample, {"query_rows"}).dump() + " rows" +
+                                  (at(sample, {"key_side_checked"}) == false ? ", dK/dV not checked" : "")));
+    }
+    return cells;
+  });
   table.notes.insert(
       table.notes.end(),
       {"max err: the largest absolute error against the fp64 oracle on the sample; the per-dtype bound also applies "
@@ -1173,49 +1176,41 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
 
   Json ceilings = Json::array();
   std::set<std::string> described;
-  const Grouping grouping = start_sweep_table(table, results, x);
-  for (const RecordGroup& group : grouping.groups) {
-    TableGroup out{group.title, group.fields, {}};
-    for (const LengthRow& row : rows_by_length(group, x)) {
-      for (const RecordRef& ref : by_implementation(results, row.records)) {
-        const Json& record = *ref.record;
-        const Json* device = device_of(results, ref);
-        const std::optional<Ceilings> ceiling =
-            device ? device_ceilings(*device, results.document_of(ref)["host"]) : std::nullopt;
-        if (device && ceiling && described.insert((*device)["name"].get<std::string>()).second) {
-          ceilings.push_back(Json{{"kind", (*device)["kind"]},
-                                  {"device", (*device)["name"]},
-                                  {"flops_per_second", ceiling->flops_per_second},
-                                  {"bytes_per_second", ceiling->bytes_per_second},
-                                  {"ridge_flop_per_byte", ceiling->ridge()},
-                                  {"source", ceiling->source}});
-        }
-        const double flops = at(record, {"flops", "total"}).get<double>();
-        const auto [bytes, source] = roofline_bytes(record);
-        const bool has_intensity = bytes.has_value() && bytes.value_or(0) > 0;
-        const double intensity = has_intensity ? flops / bytes.value_or(1) : 0;
-        const std::optional<double> achieved = flops_per_second(record);
-        std::vector<Cell> cells = length_cells(row, x);
-        cells.push_back(Cell::label(record["implementation"]));
-        cells.push_back(Cell::label(record["device"]));
-        cells.push_back(Cell::value(flops / 1e9));
-        cells.push_back(bytes_cell(record, bytes, unit));
-        cells.push_back(Cell::label(is_ok(record) ? source : "-"));
-        cells.push_back(has_intensity && is_ok(record) ? Cell::value(intensity) : bytes_cell(record, std::nullopt, unit));
-        cells.push_back(timed(record, achieved ? Json(*achieved) : Json(nullptr), 1 / rate.flops_per_second));
-        const bool placed = ceiling && has_intensity && is_ok(record);
-        const double roof = placed ? ceiling->roof(intensity) : 0;
-        cells.push_back(placed ? Cell::value(roof / rate.flops_per_second) : Cell::empty());
-        cells.push_back(placed && achieved && !is_simulated(record) ? Cell::value(achieved.value_or(0) / roof)
-                                                                    : Cell::empty());
-        cells.push_back(Cell::label(!placed ? "-" : intensity < ceiling->ridge() ? "memory" : "compute"));
-        const Json& algorithm = at(record, {"traffic", "modelled", "algorithm"});
-        cells.push_back(Cell::label(algorithm.is_string() ? algorithm.get<std::string>() : "-"));
-        out.rows.push_back(std::move(cells));
-      }
+  fill_record_rows(table, results, x, [&](const Json& record, const RecordRef& ref) {
+    const Json* device = device_of(results, ref);
+    const std::optional<Ceilings> ceiling =
+        device ? device_ceilings(*device, results.document_of(ref)["host"]) : std::nullopt;
+    if (device && ceiling && described.insert((*device)["name"].get<std::string>()).second) {
+      ceilings.push_back(Json{{"kind", (*device)["kind"]},
+                              {"device", (*device)["name"]},
+                              {"flops_per_second", ceiling->flops_per_second},
+                              {"bytes_per_second", ceiling->bytes_per_second},
+                              {"ridge_flop_per_byte", ceiling->ridge()},
+                              {"source", ceiling->source}});
     }
-    table.groups.push_back(std::move(out));
-  }
+    const double flops = at(record, {"flops", "total"}).get<double>();
+    const auto [bytes, source] = roofline_bytes(record);
+    const bool has_intensity = bytes.has_value() && bytes.value_or(0) > 0;
+    const double intensity = has_intensity ? flops / bytes.value_or(1) : 0;
+    const std::optional<double> achieved = flops_per_second(record);
+    std::vector<Cell> cells;
+    cells.push_back(Cell::label(record["implementation"]));
+    cells.push_back(Cell::label(record["device"]));
+    cells.push_back(Cell::value(flops / 1e9));
+    cells.push_back(bytes_cell(record, bytes, unit));
+    cells.push_back(Cell::label(is_ok(record) ? source : "-"));
+    cells.push_back(has_intensity && is_ok(record) ? Cell::value(intensity) : bytes_cell(record, std::nullopt, unit));
+    cells.push_back(timed(record, achieved ? Json(*achieved) : Json(nullptr), 1 / rate.flops_per_second));
+    const bool placed = ceiling && has_intensity && is_ok(record);
+    const double roof = placed ? ceiling->roof(intensity) : 0;
+    cells.push_back(placed ? Cell::value(roof / rate.flops_per_second) : Cell::empty());
+    cells.push_back(placed && achieved && !is_simulated(record) ? Cell::value(achieved.value_or(0) / roof)
+                                                                : Cell::empty());
+    cells.push_back(Cell::label(!placed ? "-" : intensity < ceiling->ridge() ? "memory" : "compute"));
+    const Json& algorithm = at(record, {"traffic", "modelled", "algorithm"});
+    cells.push_back(Cell::label(algorithm.is_string() ? algorithm.get<std::string>() : "-"));
+    return cells;
+  });
   table.metadata["ceilings"] = ceilings;
   table.notes.push_back(
       "FLOP/byte: the exact FLOP count over the record's bytes: measured DRAM bytes (the profiler) where collected, "

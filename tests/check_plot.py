@@ -140,7 +140,7 @@ def unclipped(view, figure):
         if not axes.get_visible():
             continue
         artists += [axes.title, axes.xaxis.label, axes.yaxis.label] + axes.texts
-        artists += [t for t in axes.get_xticklabels() + axes.get_yticklabels() if t.get_text()]
+        artists += tick_labels(axes.xaxis) + tick_labels(axes.yaxis)  # those drawn: within the view
         if axes.get_legend():
             artists.append(axes.get_legend())
     for artist in artists:

@@ -1,6 +1,5 @@
 #include "harness/run/runner.hpp"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -258,7 +257,8 @@ class ScenarioRunner {
       const std::optional<CaseEstimate> estimate =
           estimator_.estimate(std::string(implementation->name()), implementation->device() == "cpu",
                               flop_count(scenario_case.problem).total, calls);
-      if (estimate && estimate->seconds > kLongCaseSeconds) {
+      // (--memory-only plans a call that long instead of making it.)
+      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
         progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
       }
       const TraceRange implementation_range(std::string(implementation->name()));
@@ -424,9 +424,11 @@ class ScenarioRunner {
     const Verdict available = implementation.availability();
     if (!available.ok) return "its device is not here (" + available.reason + ")";
     if (one_call && one_call->seconds > kMemoryOnlyCallSeconds) {
+      // Where it would not fit either, say so: the paper's tables show that as OOM.
+      const std::string fit = preflight(implementation, problem, threads_, true).skip_reason;
       return "one call would take at least " + format_duration(one_call->seconds) + " (" +
              format_scientific(one_call->flops_per_call) + " FLOP at " + format_flops_rate(one_call->flops_per_second) +
-             ", " + one_call->rate_source + ")";
+             ", " + one_call->rate_source + ")" + (fit.empty() ? "" : "; nor would it fit here: " + fit);
     }
     return "";
   }
@@ -584,18 +586,20 @@ class ScenarioRunner {
 constexpr double kCalibrationWorthFlops = 1e10;
 
 // The FLOPs the host implementations of the plan compute at least: each
-// case's FLOPs times the calls the protocol makes at least (one with
-// --memory-only).
-double minimum_host_flops(const std::vector<PlannedScenario>& plan, bool memory_only) {
+// case they can run's FLOPs times the calls the protocol makes at least (one
+// with --memory-only).
+double minimum_host_flops(const std::vector<PlannedScenario>& plan, bool memory_only, int threads) {
   double flops = 0;
   for (const PlannedScenario& planned : plan) {
-    std::size_t host_implementations = 0;
-    for (const Implementation* implementation : planned.implementations) {
-      if (implementation->device() == "cpu") ++host_implementations;
-    }
     for (std::size_t case_index : planned.cases) {
-      flops += flop_count(planned.scenario->cases[case_index].problem).total *
-               (memory_only ? 1 : minimum_calls(planned.measure)) * static_cast<double>(host_implementations);
+      const Problem& problem = planned.scenario->cases[case_index].problem;
+      for (const Implementation* implementation : planned.implementations) {
+        // Only the calls that will be made: not those the pre-flight skips (too large to fit).
+        if (implementation->device() != "cpu" || !preflight(*implementation, problem, threads, true).skip_reason.empty()) {
+          continue;
+        }
+        flops += flop_count(problem).total * (memory_only ? 1 : minimum_calls(planned.measure));
+      }
     }
   }
   return flops;
@@ -959,7 +963,7 @@ int run_scenarios(const RunOptions& options) {
   // host case is estimated at. Worth its fraction of a second only when the
   // host has that much to do, or when asked.
   std::optional<HostCalibration> calibration;
-  if (options.calibrate || minimum_host_flops(plan, options.memory_only) >= kCalibrationWorthFlops) {
+  if (options.calibrate || minimum_host_flops(plan, options.memory_only, threads) >= kCalibrationWorthFlops) {
     calibration = calibrate_host(threads, read_host_info().last_level_cache.bytes);
   }
   document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));

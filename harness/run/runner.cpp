@@ -18,6 +18,7 @@
 #include "harness/scenario/json_text.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
+#include "harness/plugin/loader.hpp"
 #include "harness/results/npy.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/measure/profiler.hpp"
@@ -263,6 +264,16 @@ class ScenarioRunner {
       }
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
+      const std::string name(implementation->name());
+      if (const int signal = results_.crashed_in(scenario.name, scenario_case.key, name)) {
+        record["status"] = "failed";
+        record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
+                           strsignal(signal) + ") while " + name +
+                           " ran, in the run --resume continued; it is recorded as failed instead of being run again";
+        records.push_back(std::move(record));
+        continue;
+      }
+      const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       std::optional<AccuracyResult> checked;
       try {
         const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)
@@ -309,7 +320,7 @@ class ScenarioRunner {
     const Problem& p = scenario_case.problem;
     const ByteCount compulsory = compulsory_bytes(p);
     const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
-    return Json{{"scenario", scenario.name},
+    Json record{{"scenario", scenario.name},
                 {"case_index", case_index},
                 {"case_key", scenario_case.key},
                 {"case_origin", scenario_case.origin},
@@ -329,6 +340,8 @@ class ScenarioRunner {
                              {"modelled", modelled ? modelled->to_json() : Json(nullptr)},
                              {"ratio_to_modelled", {{"measured", nullptr}, {"counted", nullptr}}}}},
                 {"accuracy", nullptr}};
+    if (Json plugin = implementation.plugin_identity(); !plugin.is_null()) record["plugin"] = std::move(plugin);
+    return record;
   }
 
   // The device's description and its clocks, when the run first uses it.
@@ -373,6 +386,10 @@ class ScenarioRunner {
       record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
     }
     checked.call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const CallChecks& checks = session.call_checks();
+    if (!checks.findings.is_null()) record["plugin"]["checks"] = checks.findings;
+    for (const std::string& warning : checks.warnings) record["warnings"].push_back(warning);
+    if (!checks.failure.empty()) throw std::runtime_error(checks.failure);
     const bool check = scenario.accuracy.check && !implementation.is_oracle();
     if (check || dumper_.enabled()) {
       const HostOutputs host = session.copy_outputs();
@@ -505,7 +522,7 @@ class ScenarioRunner {
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
     record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
-    if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
+    for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
     estimator_.record(name, flops.total, median);
 
     progress.set_phase("profiling");
@@ -823,6 +840,18 @@ ExpectedRecords expected_records(const std::vector<PlannedScenario>& plan) {
   return expected;
 }
 
+// The names of every planned implementation, once each.
+std::vector<std::string> planned_implementation_names(const std::vector<PlannedScenario>& plan) {
+  std::vector<std::string> names;
+  for (const PlannedScenario& planned : plan) {
+    for (const Implementation* implementation : planned.implementations) {
+      const std::string name(implementation->name());
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
 // The descriptions of the devices the planned implementations run on.
 std::vector<Json> devices_planned(const std::vector<PlannedScenario>& plan) {
   std::set<std::string> kinds;
@@ -968,6 +997,7 @@ int run_scenarios(const RunOptions& options) {
   }
   document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));
   document.set_scenarios(scenarios_json(plan));
+  document.set_plugins(plugins_json(planned_implementation_names(plan)));
   if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
   try {
     output.start(std::move(document));

@@ -179,6 +179,8 @@ TEST(CliMemoryOnly, MeasuredWhereAffordablePlannedElsewhereAndTheReportSaysWhich
                                           " --memory-only --threads 1 -o " + results.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("peak mem p: planned"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("throughput"), std::string::npos) << "no timing columns without timing:\n" << run.output;
+  EXPECT_NE(run.output.find("implementation    status   peak mem rel. error"), std::string::npos) << run.output;
   const Json document = attnbench::load_results_file(results.string());
   ASSERT_EQ(document["records"].size(), 2u);
   const Json& small = document["records"][0];

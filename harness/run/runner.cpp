@@ -18,6 +18,7 @@
 #include "harness/scenario/json_text.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
+#include "harness/plugin/call_audit.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/results/npy.hpp"
 #include "harness/scenario/problem_json.hpp"
@@ -611,8 +612,13 @@ double minimum_host_flops(const std::vector<PlannedScenario>& plan, bool memory_
     for (std::size_t case_index : planned.cases) {
       const Problem& problem = planned.scenario->cases[case_index].problem;
       for (const Implementation* implementation : planned.implementations) {
-        // Only the calls that will be made: not those the pre-flight skips (too large to fit).
-        if (implementation->device() != "cpu" || !preflight(*implementation, problem, threads, true).skip_reason.empty()) {
+        if (implementation->device() != "cpu") continue;
+        // Only the calls that will be made: not those the pre-flight skips (too
+        // large to fit), nor those of a plug-in whose callback fails here (its
+        // record fails with that error when the case runs).
+        try {
+          if (!preflight(*implementation, problem, threads, true).skip_reason.empty()) continue;
+        } catch (const PluginCallError&) {
           continue;
         }
         flops += flop_count(problem).total * (memory_only ? 1 : minimum_calls(planned.measure));
@@ -712,13 +718,28 @@ std::size_t fewest_samples_with_a_median_interval() {
 // The summary table: one block per case, one row per implementation, fitting
 // 80 columns for names of up to 17 characters (cuda.flash.simple). A record
 // that is not ok shows its status where the median would be, and its reason
-// on wrapped lines of its own.
+// on wrapped lines of its own. A --memory-only run has no timing columns, and
+// a planned record's reason is shown where it differs from the implementation's
+// last one.
 void print_summary(const ResultsDocument& results) {
   const Json& records = results.json()["records"];
+  // (--resume keeps a run in one mode, so its first record tells.)
+  const bool memory_only = !records.empty() && records[0]["settings"].value("memory_only", false);
   int name_width = 14;
   for (const auto& record : records) {
     name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
   }
+  const auto print_row = [&](const std::string& name, const std::string& median, const std::string& spread,
+                             const std::string& samples, const std::string& throughput, const std::string& peak,
+                             const std::string& error) {
+    if (memory_only) {
+      std::printf("  %-*s %9s %10s %s\n", name_width, name.c_str(), median.c_str(), peak.c_str(), error.c_str());
+    } else {
+      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, name.c_str(), median.c_str(), spread.c_str(),
+                  samples.c_str(), throughput.c_str(), peak.c_str(), error.c_str());
+    }
+  };
+  std::map<std::string, std::string> planned_reason_shown;  // by implementation
   std::string current_case;
   bool any_timing = false, any_simulated = false, any_planned = false;
   for (const auto& record : records) {
@@ -732,12 +753,12 @@ void print_summary(const ResultsDocument& results) {
       } else {
         std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
       }
-      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, "implementation", "median", "+-CI/2", "samples",
-                  "throughput", "peak mem", "rel. error");
+      print_row("implementation", memory_only ? "status" : "median", "+-CI/2", "samples", "throughput", "peak mem",
+                "rel. error");
     }
     const Json& timing = record["timing"];
     const bool ok = record["status"] == "ok";
-    std::string median = ok ? "-" : record["status"].get<std::string>();
+    std::string median = ok && !memory_only ? "-" : record["status"].get<std::string>();
     std::string spread = "-", samples = "-", throughput = "-", peak = "-";
     if (!timing.is_null()) {
       any_timing = true;
@@ -760,11 +781,17 @@ void print_summary(const ResultsDocument& results) {
     if (!record["memory"].is_null()) {
       peak = format_bytes(record["memory"]["peak_bytes"].get<double>()) + (planned ? "p" : "");
     }
-    std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
-                median.c_str(), spread.c_str(), samples.c_str(), throughput.c_str(), peak.c_str(),
-                worst_error(record["accuracy"]).c_str());
-    if (!ok || planned) {
-      for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
+    const std::string name = record["implementation"].get<std::string>();
+    print_row(name, median, spread, samples, throughput, peak, worst_error(record["accuracy"]));
+    const std::string& reason = record["reason"].get_ref<const std::string&>();
+    bool show_reason = !ok;
+    if (planned) {
+      std::string& shown = planned_reason_shown[name];
+      show_reason = show_reason || shown != reason;
+      shown = reason;
+    }
+    if (show_reason) {
+      for (const std::string& line : wrap_words(reason, 80, "    ")) {
         std::printf("%s\n", line.c_str());
       }
     }
@@ -782,8 +809,9 @@ void print_summary(const ResultsDocument& results) {
   }
   if (any_planned) {
     std::printf("\n");
-    for (const std::string& line : wrap_words("peak mem p: planned from the arena plan, not run (--memory-only).", 80,
-                                               "")) {
+    for (const std::string& line : wrap_words("peak mem p: planned from the arena plan, not run (--memory-only); "
+                                               "a reason is shown where it first applies to an implementation.",
+                                               80, "")) {
       std::printf("%s\n", line.c_str());
     }
   }

@@ -1,5 +1,6 @@
 #include "harness/format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -51,6 +52,17 @@ std::string format_seconds(double seconds) {
   if (seconds < 1e-3) return four_digits(seconds * 1e6) + " us";
   if (seconds < 1.0) return four_digits(seconds * 1e3) + " ms";
   return four_digits(seconds) + " s";
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (total < 60) return std::to_string(total) + " s";
+  const long long minutes = (total + 30) / 60;
+  if (minutes < 60) return std::to_string(minutes) + " min";
+  const long long hours = minutes / 60;
+  if (hours < 48) return std::to_string(hours) + " h " + std::to_string(minutes % 60) + " min";
+  return std::to_string(hours / 24) + " days " + std::to_string(hours % 24) + " h";
 }
 
 std::string format_flops_rate(double flops_per_second) {

@@ -14,6 +14,7 @@ std::string format_scientific(double value, int digits = 2);  // "3.14e-05"
 std::string format_fixed(double value, int decimals);          // "12.35"
 std::string format_bytes(double bytes);                        // "1.50 GiB"
 std::string format_seconds(double seconds);                    // "812.3 us", "3.216 ms", "123.5 ms", "1.250 s"
+std::string format_duration(double seconds);                   // "45 s", "26 min", "3 h 12 min", "2 days 4 h"
 // A rate of floating-point operations, four significant digits in the largest
 // unit of at least 1: "312.5 TFLOP/s", "2.204 GFLOP/s", "640.0 MFLOP/s".
 std::string format_flops_rate(double flops_per_second);

@@ -1,6 +1,8 @@
 #include "harness/message_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace attnbench {
 namespace {
@@ -39,6 +41,25 @@ std::string hex_escape(unsigned char byte) {
   std::snprintf(buffer, sizeof buffer, "\\x%02X", byte);
   return buffer;
 }
+
+// Optimal string alignment distance.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+constexpr std::size_t kLongestSuggestedWord = 64;
 
 }  // namespace
 
@@ -101,6 +122,21 @@ std::string quote(std::string_view text, std::size_t width) {
   }
   if (at == text.size()) return out + "\"";
   return out + "...\" (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::optional<std::string> closest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > kLongestSuggestedWord) return std::nullopt;
+  std::optional<std::string> best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const std::string& candidate : candidates) {
+    const std::size_t limit = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 3);
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance <= limit && distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 }  // namespace attnbench

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnbench {
 
@@ -25,5 +27,12 @@ std::string shorten(std::string_view text, std::size_t width = kQuoteWidth);
 // about `width` characters; a cut one ends in "..." and says how long it was:
 // "aaaa..." (10485760 bytes).
 std::string quote(std::string_view text, std::size_t width = kQuoteWidth);
+
+// For "did you mean …?": the candidate nearest to `word` in edit distance
+// (insertions, deletions, substitutions and swaps of neighbours each cost 1),
+// if it is within a third of the longer length (at least one edit); the first
+// such in order on a tie. Words over 64 bytes get none: nothing accepted is
+// that long, and the distance costs the product of the lengths.
+std::optional<std::string> closest_word(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace attnbench

@@ -1,7 +1,14 @@
 #include "harness/user_paths.hpp"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "harness/errors.hpp"
 #include "harness/message_text.hpp"
 
 namespace attnbench {
@@ -39,6 +46,30 @@ std::string output_name_problem(std::string_view path) {
            " a file system allows";
   }
   return "";
+}
+
+void prepare_directory(const std::string& directory, const std::string& option) {
+  namespace fs = std::filesystem;
+  const std::string shown = directory.empty() ? "." : directory;
+  const std::string named = "\"" + shown + "\"";  // whole: a user needs the path (main escapes its bytes)
+  std::error_code error;
+  if (!directory.empty() && !fs::is_directory(directory, error)) {
+    fs::create_directories(directory, error);
+    if (error) throw InputError(option + ": cannot create the directory " + named + " (" + error.message() + ")");
+  }
+  // A probe file, not access(2): it also catches a read-only file system and
+  // ignores what root may bypass.
+  const std::string probe = (fs::path(shown) / (".attnbench-probe-" + std::to_string(getpid()))).string();
+  const int descriptor = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (descriptor < 0) {
+    throw InputError(option + ": cannot write into the directory " + named + " (" + std::strerror(errno) + ")");
+  }
+  close(descriptor);
+  unlink(probe.c_str());
+}
+
+void prepare_output_directory(const std::string& path, const std::string& option) {
+  prepare_directory(std::filesystem::path(path).parent_path().string(), option);
 }
 
 }  // namespace attnbench

@@ -1,6 +1,8 @@
 // File names as users give them, checked as names before any file system call:
 // a name the file system cannot hold is bad input (exit code 2), not an
-// internal error from deep inside a library.
+// internal error from deep inside a library. And the one rule for where outputs
+// go: missing directories are created, and only a directory that cannot be
+// made or written into is bad input.
 #pragma once
 
 #include <cstddef>
@@ -24,5 +26,15 @@ std::string path_name_problem(std::string_view path);
 // path_name_problem, its last component must leave room for the temporary,
 // journal and lock files beside it (kCompanionSuffixBytes).
 std::string output_name_problem(std::string_view path);
+
+// Creates `directory` with its missing parents ("" is the current directory)
+// and checks that a file can be created in it; throws InputError naming
+// `option` and the directory (exit 2) when it cannot.
+void prepare_directory(const std::string& directory, const std::string& option);
+
+// prepare_directory of the directory the output file `path` goes into. Every
+// writer of an output file (run, merge and report -o, compare's --markdown,
+// --junit and --json) calls it once its inputs are checked, before it writes.
+void prepare_output_directory(const std::string& path, const std::string& option);
 
 }  // namespace attnbench

@@ -12,7 +12,8 @@
 # and compared into OUTDIR/summary.md, OUTDIR/junit.xml and OUTDIR/compare.json.
 #
 # Exit status: compare's — 0 pass or improvement, 1 regression or accuracy failure,
-# 3 not comparable or inconclusive (rerun or inspect), 2 bad input. A run or merge
+# 3 not comparable (a cell that ran in the base is missing from the head, say) or
+# inconclusive (rerun or inspect), 2 bad input (COMPARE_ARGS with --allow-missing too). A run or merge
 # that fails in another way ends the gate early with its own status, its log shown.
 # Environment: RUN_ARGS (more `attnbench run` options for both sides, e.g.
 # "--impl cuda.flash,cuda.cublas"), COMPARE_ARGS (more `attnbench compare`
@@ -35,6 +36,12 @@ for side in base head; do
 done
 read -r -a run_args <<< "${RUN_ARGS:-}"
 read -r -a compare_args <<< "${COMPARE_ARGS:-}"
+for argument in "${compare_args[@]}"; do
+  if [[ $argument == --allow-missing* ]]; then
+    echo "ci_gate: COMPARE_ARGS may not hold --allow-missing: a gate never passes an unfinished run or a lost cell" >&2
+    exit 2
+  fi
+done
 
 # Runs shard K/N with one side's build, output and log in OUTDIR/SIDE/. Exit 1
 # (a record failed, e.g. accuracy) still leaves a complete part for compare to

@@ -7,7 +7,8 @@
 # (with the CUPTI profiling pass: measured DRAM bytes beside the models),
 # cross-check one case's DRAM bytes with ncu, run compute-sanitizer's memcheck,
 # racecheck and synccheck on one small padded, causal case with dropout for
-# every CUDA kernel, run PyTorch's SDPA backends (and flash-attn, FlashInfer
+# every CUDA kernel, reproduce Table 21 with --memory-only (memory measured
+# where a case fits), run PyTorch's SDPA backends (and flash-attn, FlashInfer
 # where installed) on the N 4k forward cases,
 # build and run the CUDA plug-in example (and its variants that break the
 # plug-in rules, which the harness must catch), and write every log and results
@@ -82,10 +83,19 @@ fi
 step "benchmark (scenarios/device_check.json)"
 "$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
-for table in seqlen memory accuracy; do
+for table in seqlen memory accuracy roofline; do
   "$bin/attnbench" report "$out/results.json" --table "$table" > "$out/report-$table.md" 2>> "$out/benchmark.log"
 done
 "$bin/attnbench" report "$out/results.json" --table io > "$out/report-io.md" 2>> "$out/benchmark.log"
+
+# Table 21 with --memory-only: each case called once where it fits on this GPU
+# (memory measured), planned where not; beside the published numbers in
+# report-table21.md (the planned amounts are what a machine without a GPU shows).
+step "Table 21 (scenarios/paper/table21_memory.json --memory-only)"
+timeout 180 "$bin/attnbench" run scenarios/paper/table21_memory.json --memory-only --overwrite \
+  -o "$out/table21.json" > "$out/table21.log" 2>&1
+table21_status=$?
+"$bin/attnbench" report "$out/table21.json" --table memory > "$out/report-table21.md" 2>> "$out/table21.log"
 
 # ncu cross-check: the N 4k, d 64 forward case (device_check.json
 # case 1) once more under ncu, in-process profiler off (--no-profile: two
@@ -143,7 +153,7 @@ step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
 timeout 120 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
   --backends flash,cudnn,efficient,math --callable fa2 --callable fa3 --callable flashinfer \
-  --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
+  --filter 'q4096-.*-fwd-' --overwrite -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then
   "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \
     >> "$out/torch_peer.log" 2>&1 &&
@@ -193,7 +203,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: tests exit $tests_status, Hopper GEMM $hopper_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status"
+step "done: tests exit $tests_status, Hopper GEMM $hopper_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="
@@ -206,6 +216,8 @@ if [[ -f $out/report-peers.md ]]; then
   echo "== with PyTorch's backends (N 4k, forward) =="
   cat "$out/report-peers.md"
 fi
+echo "== Table 21: peak memory, measured on this GPU where it fits (p: planned) =="
+cat "$out/report-table21.md" 2>/dev/null || echo "(not written; see table21.log)"
 echo "== the CUDA plug-in example and its rule-breaking variants =="
 cat "$out/plugin-summary.txt" 2>/dev/null || echo "(not run; see plugin.log)"
 echo "== HBM traffic: measured (CUPTI) against modelled, and the ncu cross-check =="

@@ -2,31 +2,40 @@
 """Draws attnbench results as PNG and SVG figures, with an index (docs/reports.md).
 
     scripts/plot.py RESULTS.json [MORE.json ...] [--out plots] [--baseline NAME]
-                    [--attnbench build/harness/attnbench]
+                    [--x AXIS] [--with-oracle] [--attnbench build/harness/attnbench]
 
-The tables come from `attnbench report --format json`, so merging files and
-grouping a sweep happen in one place (the C++ report). One figure per view,
-with one panel per group of the sweep (one setting of the fields that vary
-other than the lengths), written into --out:
+The tables come from `attnbench report --format json`, so merging files,
+grouping a sweep and reading published values happen in one place (the C++
+report). One figure per view, with one panel per group of the sweep (one
+setting of the fields that vary other than the x axis), written into --out:
 
     throughput.{png,svg}  throughput (TFLOP/s, or GFLOP/s on slow devices) against
-                          the sequence length, bars per implementation
-    speedup.{png,svg}     speedup over the baseline against the sequence length
-                          (when the report has a baseline)
-    memory.{png,svg}      peak memory against the sequence length, log-log
+                          the x axis (the sequence length by default), bars per
+                          implementation, published values as reference marks
+    runtime.{png,svg}     median runtime against the x axis, log-log, with the
+                          published runtimes as reference marks
+    speedup.{png,svg}     speedup over the baseline (when the report has a baseline)
+    memory.{png,svg}      peak memory, log-log; planned amounts (run --memory-only)
+                          hollow and dotted, published ones as reference marks
     io.{png,svg}          measured (or counted) and modelled HBM bytes against
                           the compulsory bytes, log-log, with the compulsory line
-    index.md              the figures, with their titles
+    roofline.{png,svg}    achieved FLOP/s against FLOPs per byte under the device's
+                          compute and bandwidth ceilings, one panel per device
+    index.md              the figures, with their titles and the roofline's note
 
-A view with more than 12 groups continues in throughput-2, throughput-3, ...
-Titles name the scenario, the device and the parameters every group shares.
-Exit status: 0 on success, 2 on bad input (the report's message is shown),
-1 when matplotlib is missing.
+--x names what the x axis shows (seqlen, batch, block, or a problem field such
+as block_q): a sweep over it is one panel instead of one per value. The fp64
+oracle (cpu.reference) is left out unless --with-oracle. A view with more than
+12 groups continues in throughput-2, throughput-3, ... Titles name the
+scenario, the device and the parameters every group shares (those that differ
+from a scenario's defaults). Exit status: 0 on success, 2 on bad input (the
+report's message is shown), 1 when matplotlib is missing.
 """
 import argparse
 import json
 import math
 import pathlib
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -37,14 +46,19 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib import ticker
+    from matplotlib.lines import Line2D
 except ImportError:
     sys.exit("plot.py: the Python package matplotlib is missing: run scripts/setup.sh")
 
 REPORT_SCHEMA = "attnbench.report/1"
 DEFAULT_BINARY = pathlib.Path(__file__).resolve().parent.parent / "build" / "harness" / "attnbench"
+TABLES = ("seqlen", "memory", "io", "roofline")
 PANELS_PER_FIGURE = 12
 PANEL_SIZE = (4.2, 3.1)  # inches
+SINGLE_PANEL_WIDTH = 6.0  # inches: room for a title and a legend beside one panel
 CHARACTERS_PER_INCH = 14  # of 9-point text, for wrapping titles
+LEGEND_COLUMNS = 4  # at most, fewer when they would not fit the figure's width
+PUBLISHED_STYLE = {"color": "black", "marker": "D", "fillstyle": "none", "linestyle": "none", "markersize": 6}
 
 # Editable SVG text (so the names can be found and changed) and stable ids.
 matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "attnbench", "font.size": 9})
@@ -54,11 +68,13 @@ class InputProblem(Exception):
     """Bad input: reported with exit status 2."""
 
 
-def report(binary, results, table, baseline):
+def report(binary, results, table, baseline, x_axis="seqlen", with_oracle=False):
     """Runs `attnbench report --format json` and returns the parsed table."""
-    command = [str(binary), "report", *results, "--table", table, "--format", "json"]
+    command = [str(binary), "report", *results, "--table", table, "--format", "json", "--x", x_axis]
     if baseline:
         command += ["--baseline", baseline]
+    if with_oracle:
+        command.append("--with-oracle")
     try:
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as error:
@@ -80,10 +96,19 @@ def value(cell):
     return cell if isinstance(cell, (int, float)) and not isinstance(cell, bool) else None
 
 
+def planned(cell):
+    """Whether a cell holds a planned amount (the arena plan of a call that was not run)."""
+    return isinstance(cell, dict) and cell.get("source") == "planned"
+
+
 def text(cell):
     """What a cell says: a label, a marker, or the number itself."""
     if isinstance(cell, dict):
-        return cell.get("label") or cell.get("marker", "")
+        if "label" in cell or "marker" in cell:
+            return cell.get("label") or cell.get("marker", "")
+        return f"{cell.get('value'):g}" if cell.get("value") is not None else ""
+    if isinstance(cell, float):
+        return f"{cell:g}"
     return "" if cell is None else str(cell)
 
 
@@ -99,6 +124,17 @@ def series(document, group, quantity):
     return {column["implementation"]: [row[i] for row in group["rows"]]
             for i, column in enumerate(document["columns"])
             if column["quantity"] == quantity and "implementation" in column}
+
+
+def published_series(document, group, quantity):
+    """[(reference, [cell per row])] for the published columns of one quantity."""
+    return [(column["reference"], [row[i] for row in group["rows"]])
+            for i, column in enumerate(document["columns"]) if column["quantity"] == "published_" + quantity]
+
+
+def published_label(reference):
+    device = f" ({reference['device']})" if reference.get("device") else ""
+    return f"{reference['label']}{device}, published"
 
 
 def unit_of(document, quantity):
@@ -126,11 +162,12 @@ def scenarios(document):
 
 
 def figure_title(view, document):
-    """'<view>: <scenarios> on <devices>' and the fields every group shares."""
+    """'<view>: <scenarios> on <devices>' and the fields every group shares that
+    differ from a scenario's defaults (the report's notes list them all)."""
     where = ", ".join(scenarios(document)) or "no records"
     on = ", ".join(devices(document)) or "no device"
-    fixed = ", ".join(f"{key}={label}" for key, label in document.get("common_labels", {}).items()
-                      if key != "scenario")
+    labels = document.get("title_labels", document.get("common_labels", {}))
+    fixed = ", ".join(f"{key}={label}" for key, label in labels.items() if key != "scenario")
     return f"{view}: {where} on {on}" + (f"\nfixed: {fixed}" if fixed else "")
 
 
@@ -176,20 +213,45 @@ def log_axis(axes, which, numbers):
     axis.set_minor_locator(ticker.NullLocator())
 
 
-def length_labels(document, group):
-    """The x labels of a sweep group's rows: N, "Nq x Nk" where they differ, and B when it varies."""
+def x_axis_of(document):
+    return document.get("x_axis", "seqlen")
+
+
+def x_labels(document, group):
+    """The x labels of a sweep group's rows: the x value (N, "Nq x Nk" where they differ),
+    with N and B where they vary along it."""
+    axis = x_axis_of(document)
     n_column, batch_column = column_of(document, "seqlen"), column_of(document, "batch")
-    labels = [text(row[n_column]) for row in group["rows"]]
+    lengths = [text(row[n_column]) for row in group["rows"]]
     batches = [value(row[batch_column]) for row in group["rows"]]
-    if len(set(batches)) > 1:
+    if axis == "seqlen":
+        labels = lengths
+    else:
+        labels = [text(row[0]) for row in group["rows"]]
+        if axis != "batch" and len(set(lengths)) > 1:
+            labels = [f"{label}\nN {length}" for label, length in zip(labels, lengths)]
+    if axis != "batch" and len(set(batches)) > 1:
         labels = [f"{label}\nB {batch:g}" for label, batch in zip(labels, batches)]
     return labels
 
 
-def length_axis_label(document):
-    rectangular = any("x" in text(row[column_of(document, "seqlen")])
-                      for group in document["groups"] for row in group["rows"])
-    return "Sequence length N" + (" (Nq x Nk where they differ)" if rectangular else "")
+def x_positions(document, group):
+    """Numbers to place the rows at on a log axis, or None when the x values are not
+    distinct positive numbers (then the rows are evenly spaced)."""
+    column = column_of(document, "seqlen") if x_axis_of(document) == "seqlen" else 0
+    numbers = [value(row[column]) for row in group["rows"]]
+    if any(n is None or n <= 0 for n in numbers) or len(set(numbers)) != len(numbers):
+        return None
+    return numbers
+
+
+def x_axis_label(document):
+    axis = x_axis_of(document)
+    if axis == "seqlen":
+        rectangular = any("x" in text(row[column_of(document, "seqlen")])
+                          for group in document["groups"] for row in group["rows"])
+        return "Sequence length N" + (" (Nq x Nk where they differ)" if rectangular else "")
+    return {"batch": "Batch B", "block": "Block size (block_q x block_k)"}.get(axis, axis)
 
 
 # ---- Figures ----
@@ -200,24 +262,26 @@ class Figures:
     def __init__(self, directory):
         self.directory = pathlib.Path(directory)
         self.written = []
-        self.index = []  # (name, title)
+        self.index = []  # (name, title, note)
 
-    def save(self, figure, name, title):
+    def save(self, figure, name, title, note=""):
         self.directory.mkdir(parents=True, exist_ok=True)
         for extension in ("png", "svg"):
             path = self.directory / f"{name}.{extension}"
             metadata = {"Date": None} if extension == "svg" else {"Software": None}
             figure.savefig(path, dpi=150, metadata=metadata)
             self.written.append(path)
-        self.index.append((name, title))
+        self.index.append((name, title, note))
         plt.close(figure)
 
     def write_index(self, sources):
         lines = ["# attnbench figures", "", "From " + ", ".join(f"`{s}`" for s in sources) + ".", ""]
-        for name, title in self.index:
+        for name, title, note in self.index:
             heading, _, fixed = title.partition("\n")
             lines += [f"## {heading}", ""] + ([fixed, ""] if fixed else [])
             lines += [f"![{heading}]({name}.png) ([SVG]({name}.svg))", ""]
+            if note:
+                lines += [note, ""]
         path = self.directory / "index.md"
         path.write_text("\n".join(lines))
         self.written.append(path)
@@ -231,7 +295,7 @@ def pages(groups):
 def panel_grid(count, title):
     columns = min(count, 3)
     rows = math.ceil(count / columns)
-    width = PANEL_SIZE[0] * columns
+    width = max(PANEL_SIZE[0] * columns, SINGLE_PANEL_WIDTH)
     figure, axes = plt.subplots(rows, columns, figsize=(width, PANEL_SIZE[1] * rows + 0.9), squeeze=False,
                                 layout="constrained")
     for extra in axes.flat[count:]:
@@ -240,24 +304,49 @@ def panel_grid(count, title):
     return figure, list(axes.flat[:count])
 
 
-def figure_legend(figure, panels):
+def fits(figure, artist):
+    """Whether an artist lies within the figure once the layout is done."""
+    figure.canvas.draw()
+    box, whole = artist.get_window_extent(figure.canvas.get_renderer()), figure.bbox
+    return box.x0 >= whole.x0 - 0.5 and box.x1 <= whole.x1 + 0.5 and box.y0 >= whole.y0 - 0.5
+
+
+def figure_legend(figure, panels, extra=()):
+    """One legend for the figure, under the panels, in as many columns (at most
+    LEGEND_COLUMNS) as fit the figure's width; `extra` adds (handle, label) pairs."""
     handles = {}
     for axes in panels:
         for handle, label in zip(*axes.get_legend_handles_labels()):
             handles.setdefault(label, handle)
+    for handle, label in extra:
+        handles.setdefault(label, handle)
     if not handles:
         return
-    try:
-        figure.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=min(len(handles), 4),
-                      fontsize=8)
-    except ValueError:  # matplotlib before 3.7 (Debian 12's 3.6) places no legend outside the panels
-        panels[0].legend(handles.values(), handles.keys(), fontsize=7)
+    for columns in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
+        try:
+            legend = figure.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=columns,
+                                   fontsize=8)
+        except ValueError:  # matplotlib before 3.7 (Debian 12's 3.6) places no legend outside the panels
+            legend = panels[0].legend(handles.values(), handles.keys(), fontsize=7, ncols=1)
+            return
+        if columns == 1 or fits(figure, legend):
+            return
+        legend.remove()
 
 
-def draw_view(figures, document, view, name, draw):
-    """One figure per page of groups, each group in a panel drawn by draw(axes, group)."""
+def has_numbers(document, quantity):
+    """Whether any cell of the quantity's columns (ours or published) holds a number: a
+    run without timing (--memory-only) has no throughput to draw."""
+    columns = [i for i, column in enumerate(document["columns"])
+               if column["quantity"] in (quantity, "published_" + quantity)]
+    return any(value(row[i]) is not None for group in document["groups"] for row in group["rows"] for i in columns)
+
+
+def draw_view(figures, document, view, name, draw, extra_legend=(), note="", quantity=None):
+    """One figure per page of groups, each group in a panel drawn by draw(axes, group);
+    none when the view's quantity has no number at all."""
     groups = document["groups"]
-    if not groups:
+    if not groups or (quantity and not has_numbers(document, quantity)):
         return
     title = figure_title(view, document)
     for page, chunk in pages(groups):
@@ -265,19 +354,36 @@ def draw_view(figures, document, view, name, draw):
         for axes, group in zip(panels, chunk):
             axes.set_title(wrapped(panel_title(group, len(groups) == 1), PANEL_SIZE[0]), fontsize=8)
             draw(axes, group)
-        figure_legend(figure, panels)
-        figures.save(figure, name if page == 0 else f"{name}-{page + 1}", title)
+        figure_legend(figure, panels, extra_legend)
+        figures.save(figure, name if page == 0 else f"{name}-{page + 1}", title, note)
 
 
-def grouped_bars(axes, labels, bars, colors):
-    """Bars per implementation at each sequence length, each with its value; markers ("OOM") where none."""
+def value_labels(axes, drawn, cells, floor=None):
+    """Each bar's value (its marker, "OOM", where it has none) above it, rotated; above
+    `floor` too where the bar ends below it, so that no label crosses a reference line
+    drawn there (the speedup's 1)."""
+    for bar, cell in zip(drawn, cells):
+        top = bar.get_height() if floor is None else max(bar.get_height(), floor)
+        label = f"{value(cell):.3g}" if value(cell) is not None else text(cell)
+        axes.annotate(label, (bar.get_x() + bar.get_width() / 2, top), xytext=(0, 3), textcoords="offset points",
+                      ha="center", va="bottom", rotation=90, fontsize=6)
+
+
+def grouped_bars(axes, labels, bars, colors, floor=None, published=()):
+    """Bars per implementation at each x value, each with its value; published values
+    of a bar's implementation (its counterpart) as marks on it."""
     width = 0.8 / max(len(bars), 1)
-    for k, (name, cells) in enumerate(bars.items()):
-        positions = [i + (k - (len(bars) - 1) / 2) * width for i in range(len(labels))]
+    offsets = {name: (k - (len(bars) - 1) / 2) * width for k, name in enumerate(bars)}
+    for name, cells in bars.items():
+        positions = [i + offsets[name] for i in range(len(labels))]
         heights = [value(cell) or 0 for cell in cells]
         drawn = axes.bar(positions, heights, width, label=name, color=colors.get(name))
-        axes.bar_label(drawn, labels=[f"{value(cell):.3g}" if value(cell) is not None else text(cell)
-                                      for cell in cells], fontsize=6, padding=2, rotation=90)
+        value_labels(axes, drawn, cells, floor)
+    for reference, cells in published:
+        offset = offsets.get(reference.get("counterpart"), 0.0)
+        points = [(i + offset, value(cell)) for i, cell in enumerate(cells) if value(cell) is not None]
+        if points:
+            axes.plot(*zip(*points), label=published_label(reference), **PUBLISHED_STYLE)
     axes.set_xticks(range(len(labels)), labels)
     axes.margins(y=0.25)
     axes.grid(axis="y", alpha=0.3)
@@ -287,11 +393,12 @@ def plot_throughput(figures, document, colors):
     unit = unit_of(document, "throughput")
 
     def draw(axes, group):
-        grouped_bars(axes, length_labels(document, group), series(document, group, "throughput"), colors)
-        axes.set_xlabel(length_axis_label(document))
+        grouped_bars(axes, x_labels(document, group), series(document, group, "throughput"), colors,
+                     published=published_series(document, group, "throughput"))
+        axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel(unit)
 
-    draw_view(figures, document, f"Throughput ({unit})", "throughput", draw)
+    draw_view(figures, document, f"Throughput ({unit})", "throughput", draw, quantity="throughput")
 
 
 def plot_speedup(figures, document, colors):
@@ -300,28 +407,39 @@ def plot_speedup(figures, document, colors):
         return
 
     def draw(axes, group):
-        grouped_bars(axes, length_labels(document, group), series(document, group, "speedup"), colors)
         axes.axhline(1.0, color="black", linewidth=0.8)
-        axes.set_xlabel(length_axis_label(document))
+        grouped_bars(axes, x_labels(document, group), series(document, group, "speedup"), colors, floor=1.0)
+        axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel(f"Speedup over {baseline}")
 
-    draw_view(figures, document, f"Speedup over {baseline}", "speedup", draw)
+    draw_view(figures, document, f"Speedup over {baseline}", "speedup", draw, quantity="speedup")
 
 
-def lines_against_length(axes, document, group, cells_by_name, colors):
-    """One line per implementation against the sequence length, on log axes."""
-    n_column = column_of(document, "seqlen")
-    lengths = [value(row[n_column]) for row in group["rows"]]
-    labels = length_labels(document, group)
-    unique = len(set(lengths)) == len(lengths)
-    positions = lengths if unique else list(range(len(lengths)))  # one N for several rows: evenly spaced
+def lines_against_x(axes, document, group, cells_by_name, colors, published=()):
+    """One line per implementation against the x axis, on log axes (evenly spaced x when
+    the x values are not distinct numbers); planned amounts hollow and dotted, published
+    values as reference marks."""
+    labels = x_labels(document, group)
+    numbers = x_positions(document, group)
+    positions = numbers if numbers else list(range(len(labels)))
     drawn = []
     for name, cells in cells_by_name.items():
+        points = [(x, value(cell), planned(cell)) for x, cell in zip(positions, cells) if value(cell) is not None]
+        if not points:
+            continue
+        color = colors.get(name)
+        axes.plot([x for x, _, _ in points], [y for _, y, _ in points], color=color, label=name, marker="o",
+                  markevery=[i for i, (_, _, p) in enumerate(points) if not p])
+        hollow = [(x, y) for x, y, p in points if p]
+        if hollow:
+            axes.plot(*zip(*hollow), marker="o", fillstyle="none", linestyle="none", color=color)
+        drawn += [y for _, y, _ in points]
+    for reference, cells in published:
         points = [(x, value(cell)) for x, cell in zip(positions, cells) if value(cell) is not None]
         if points:
-            axes.plot(*zip(*points), marker="o", label=name, color=colors.get(name))
+            axes.plot(*zip(*points), label=published_label(reference), **PUBLISHED_STYLE)
             drawn += [y for _, y in points]
-    if unique:
+    if numbers:
         log_axis(axes, "x", positions)
         axes.xaxis.set_major_locator(ticker.FixedLocator(positions))
         axes.xaxis.set_major_formatter(ticker.FixedFormatter(labels))
@@ -331,15 +449,29 @@ def lines_against_length(axes, document, group, cells_by_name, colors):
     axes.grid(alpha=0.3)
 
 
+def plot_runtime(figures, document, colors):
+    def draw(axes, group):
+        lines_against_x(axes, document, group, series(document, group, "runtime"), colors,
+                        published_series(document, group, "runtime"))
+        axes.set_xlabel(x_axis_label(document))
+        axes.set_ylabel("Runtime (ms)")
+
+    draw_view(figures, document, "Runtime (ms, median)", "runtime", draw, quantity="runtime")
+
+
 def plot_memory(figures, document, colors):
     unit = unit_of(document, "peak_memory")
+    any_planned = any(planned(cell) for group in document["groups"] for row in group["rows"] for cell in row)
+    extra = [(Line2D([], [], color="gray", marker="o", fillstyle="none", linestyle="none"),
+              "hollow: planned (arena plan, not run)")] if any_planned else []
 
     def draw(axes, group):
-        lines_against_length(axes, document, group, series(document, group, "peak_memory"), colors)
-        axes.set_xlabel(length_axis_label(document))
+        lines_against_x(axes, document, group, series(document, group, "peak_memory"), colors,
+                        published_series(document, group, "peak_memory"))
+        axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel(f"Peak memory ({unit})")
 
-    draw_view(figures, document, f"Peak memory ({unit})", "memory", draw)
+    draw_view(figures, document, f"Peak memory ({unit})", "memory", draw, extra, quantity="peak_memory")
 
 
 def plot_io(figures, document, colors):
@@ -379,6 +511,133 @@ def plot_io(figures, document, colors):
     draw_view(figures, document, f"HBM traffic against the compulsory bytes ({unit})", "io", draw)
 
 
+# ---- The roofline ----
+
+BYTES_MARKERS = {"measured": "o", "counted": "s", "modelled": "^"}
+
+
+def roofline_points(document):
+    """Per device: [dict(implementation, algorithm, intensity, achieved, roof, bound, source, case)]."""
+    columns = {key: column_of(document, key) for key in
+               ("implementation", "device", "intensity", "achieved", "roof", "bound", "bytes_source", "algorithm")}
+    n_column = column_of(document, "seqlen")
+    by_device = {}
+    for group in document["groups"]:
+        for row in group["rows"]:
+            point = {key: row[i] for key, i in columns.items()}
+            if value(point["intensity"]) is None or value(point["achieved"]) is None:
+                continue
+            point["case"] = (group["title"], text(row[0]), text(row[n_column]))
+            by_device.setdefault(point["device"], []).append(point)
+    return by_device
+
+
+def roofline_note(document, by_device, unit):
+    """Where the points fall, and which do not fall where the IO argument predicts: a
+    fused implementation moves fewer bytes than a materializing one (its point lies to
+    the right), which makes it faster where memory bounds both (left of the ridge) and
+    says nothing where compute does."""
+    lines = ["Where the points fall (achieved " + unit + "; marker shape: the bytes' source, circle measured, "
+             "square counted, triangle modelled):"]
+    ceilings = {c["kind"]: c for c in document.get("ceilings", [])}
+    for device, points in by_device.items():
+        ceiling = ceilings.get(device)
+        if ceiling is None:
+            lines.append(f"- {device}: no ceilings (a host without a calibration: `attnbench run --calibrate`; "
+                         "or a GPU model without published peaks).")
+        else:
+            bound = [p["bound"] for p in points]
+            unplaced = len(points) - bound.count("compute") - bound.count("memory")
+            lines.append(f"- {device} ({ceiling['device']}): ridge at {ceiling['ridge_flop_per_byte']:.2g} "
+                         f"FLOP/byte; {bound.count('compute')} of {len(points)} points right of it (compute-bound), "
+                         f"{bound.count('memory')} left of it (memory-bound)"
+                         + (f", {unplaced} from a results file without ceilings" if unplaced else "")
+                         + f". Ceilings: {ceiling['source']}.")
+            for name in dict.fromkeys(p["implementation"] for p in points):
+                fractions = [value(p["achieved"]) / value(p["roof"])
+                             for p in points if p["implementation"] == name and value(p["roof"])]
+                if fractions:
+                    lines.append(f"  - {name}: median {100 * statistics.median(fractions):.0f}% of the roof.")
+            above = [p for p in points if value(p["roof"]) and value(p["achieved"]) > value(p["roof"])]
+            if above:
+                lines.append(f"  - Not as predicted: {len(above)} point(s) lie above the roof "
+                             f"({', '.join(sorted({p['implementation'] for p in above}))}): a calibrated ceiling is "
+                             "a measured rate, not a limit; the calibration's plain GEMM ran slower than these "
+                             "calls, or the host was busier while it ran (its load average is in the results).")
+        cases = {}
+        for p in points:
+            cases.setdefault(p["case"], []).append(p)
+        pairs = [(f, s) for members in cases.values() for f in members if f["algorithm"] == "fused"
+                 for s in members if s["algorithm"] == "standard"]
+        more_bytes = [(f, s) for f, s in pairs if value(f["intensity"]) <= value(s["intensity"])]
+        memory_bound = [(f, s) for f, s in pairs if (f, s) not in more_bytes and "memory" in (f["bound"], s["bound"])]
+        compute_bound = [(f, s) for f, s in pairs if (f, s) not in more_bytes and (f, s) not in memory_bound]
+        for f, s in more_bytes:
+            lines.append(f"  - Not as predicted: {f['implementation']} moves no fewer bytes than "
+                         f"{s['implementation']} at {', '.join(x for x in f['case'] if x)} (its tiles re-read more "
+                         "than the materializing intermediates cost at this size).")
+        for f, s in memory_bound:
+            if value(f["achieved"]) <= value(s["achieved"]):
+                lines.append(f"  - Not as predicted: {f['implementation']} moves fewer bytes than "
+                             f"{s['implementation']} at {', '.join(x for x in f['case'] if x)} and memory bounds it, "
+                             "yet it is not faster (its extra work, or caches absorbing the materializing traffic).")
+        if memory_bound and all(value(f["achieved"]) > value(s["achieved"]) for f, s in memory_bound):
+            lines.append(f"  - In all {len(memory_bound)} memory-bound case(s) the fused implementation moves fewer "
+                         "bytes and is faster, as the IO argument predicts.")
+        if compute_bound:
+            ratios = [value(f["achieved"]) / value(s["achieved"]) for f, s in compute_bound]
+            lines.append(f"  - In {len(compute_bound)} case(s) both lie right of the ridge: compute, not memory "
+                         "traffic, sets their time, so the IO argument predicts no gain from the fused "
+                         f"implementation's fewer bytes; its FLOP/s are {min(ratios):.2g}-{max(ratios):.2g}x the "
+                         "materializing one's there, which the roofline does not explain: it comes from how each "
+                         "computes, or from memory levels a single bandwidth does not show (on a CPU the counted "
+                         "bytes are traffic between arrays and tiles, much of it in the caches).")
+    return "\n".join(lines)
+
+
+def plot_roofline(figures, document, colors):
+    unit = unit_of(document, "throughput")
+    scale = {"TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6}.get(unit, 1.0)
+    by_device = roofline_points(document)
+    if not by_device:
+        return
+    ceilings = {c["kind"]: c for c in document.get("ceilings", [])}
+    title = figure_title(f"Roofline ({unit} against FLOP/byte)", document)
+    figure, panels = panel_grid(len(by_device), title)
+    for axes, (device, points) in zip(panels, by_device.items()):
+        axes.set_title(device if len(by_device) > 1 else "", fontsize=8)
+        xs = [value(p["intensity"]) for p in points]
+        ys = [value(p["achieved"]) for p in points]
+        ceiling = ceilings.get(device)
+        if ceiling:
+            peak = ceiling["flops_per_second"] / scale
+            bandwidth = ceiling["bytes_per_second"] / scale
+            ridge = ceiling["ridge_flop_per_byte"]
+            xs_all = xs + [ridge]
+            low, high = min(xs_all) / 3, max(xs_all) * 3
+            axes.plot([low, ridge, high], [bandwidth * low, peak, peak], color="black", linewidth=1,
+                      label="ceilings (compute, bandwidth)")
+
+            ys = ys + [peak, bandwidth * low]
+        for name in dict.fromkeys(p["implementation"] for p in points):
+            for source, marker in BYTES_MARKERS.items():
+                mine = [p for p in points if p["implementation"] == name and p["bytes_source"] == source]
+                if mine:
+                    axes.plot([value(p["intensity"]) for p in mine], [value(p["achieved"]) for p in mine],
+                              marker=marker, linestyle="none", color=colors.get(name), label=name)
+        log_axis(axes, "x", xs + ([ceiling["ridge_flop_per_byte"]] if ceiling else []))
+        log_axis(axes, "y", ys)
+        if ceiling:  # the compute ceiling's value, at the panel's right edge
+            axes.annotate(f"{ceiling['flops_per_second'] / scale:.3g} {unit}",
+                          (axes.get_xlim()[1], ceiling["flops_per_second"] / scale), xytext=(-3, 3),
+                          textcoords="offset points", ha="right", va="bottom", fontsize=7)
+        axes.set_xlabel("Arithmetic intensity (FLOP/byte)")
+        axes.set_ylabel(f"Achieved {unit}")
+        axes.grid(alpha=0.3)
+    figure_legend(figure, panels)
+    figures.save(figure, "roofline", title, roofline_note(document, by_device, unit))
+
+
 def draw_all(tables, directory):
     """Every view of the report tables into `directory`; returns the Figures written."""
     # One colour per implementation in every figure, in the report's order.
@@ -386,9 +645,11 @@ def draw_all(tables, directory):
     colors = {name: f"C{i % 10}" for i, name in enumerate(names)}
     figures = Figures(directory)
     plot_throughput(figures, tables["seqlen"], colors)
+    plot_runtime(figures, tables["seqlen"], colors)
     plot_speedup(figures, tables["seqlen"], colors)
     plot_memory(figures, tables["memory"], colors)
     plot_io(figures, tables["io"], colors)
+    plot_roofline(figures, tables["roofline"], colors)
     return figures
 
 
@@ -397,12 +658,16 @@ def main():
     parser.add_argument("results", nargs="+", help="attnbench results files (merged into one view)")
     parser.add_argument("--out", default="plots", help="directory for the figures (default: plots)")
     parser.add_argument("--baseline", help="implementation speedups are relative to (default: the report's)")
+    parser.add_argument("--x", default="seqlen", dest="x_axis",
+                        help="the x axis: seqlen (default), batch, block or a problem field (attnbench report --x)")
+    parser.add_argument("--with-oracle", action="store_true", help="draw the fp64 oracle (cpu.reference) too")
     parser.add_argument("--attnbench", default=str(DEFAULT_BINARY),
                         help="the attnbench binary (default: build/harness/attnbench in this checkout)")
     args = parser.parse_args()
     try:
         # Every report first, so bad input draws nothing.
-        tables = {name: report(args.attnbench, args.results, name, args.baseline) for name in ("seqlen", "memory", "io")}
+        tables = {name: report(args.attnbench, args.results, name, args.baseline, args.x_axis, args.with_oracle)
+                  for name in TABLES}
     except InputProblem as problem:
         print(f"plot.py: error: {problem}", file=sys.stderr)
         return 2

@@ -565,11 +565,37 @@ def skipped_record(scenario, case, implementation, reason):
             "accuracy": None}
 
 
+def prepare_output(output, scenarios, overwrite):
+    """-o as `attnbench run -o` takes it: no directory, no scenario file, no existing file without
+    --overwrite; missing directories above it are made, and only a directory that cannot be made or
+    written into is bad input."""
+    if output.is_dir():
+        raise BadInput(f"-o {output}: is a directory; give a file name")
+    if any(output.resolve() == s.resolve() for s in scenarios):
+        raise BadInput(f"-o {output}: is one of the scenario files")
+    if output.exists() and not overwrite:
+        raise BadInput(f"-o {output}: exists; --overwrite replaces it, or write to another file")
+    directory = output.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise BadInput(f'-o: cannot create or write into the directory "{directory}" ({error.strerror})') from None
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path, document):
+    """Through a temporary file and a rename, readable as attnbench's files are (0644 less the umask)."""
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(prefix=path.name + ".tmp.", dir=path.parent)
     try:
+        os.fchmod(descriptor, 0o644 & ~current_umask())
         with os.fdopen(descriptor, "w") as stream:
             json.dump(document, stream, indent=1)
             stream.write("\n")
@@ -947,7 +973,9 @@ def parse_arguments(argv):
         epilog="Exit codes: 0 success, 1 a record failed, 2 bad usage or input, 4 nothing could run here.")
     parser.add_argument("scenarios", nargs="+", type=pathlib.Path, help="scenario files")
     parser.add_argument("-o", "--output", type=pathlib.Path,
-                        help="results file (default: results/torch-<scenario>-<time>.json)")
+                        help="results file (default: results/torch-<scenario>-<time>.json); missing directories "
+                             "are made")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing -o FILE")
     parser.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
     parser.add_argument("--backends",
                         help="comma-separated backends: flash, cudnn, efficient, math (default: all, unless "
@@ -1030,10 +1058,7 @@ def main(argv=None):
             raise BadInput(f'--filter "{arguments.case_filter}" matches no case')
         output = arguments.output or SOURCE_DIR / "results" / (
             f"torch-{listing[0]['name']}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}.json")
-        if output.is_dir():
-            raise BadInput(f"-o {output} is a directory")
-        if any(output.resolve() == s.resolve() for s in arguments.scenarios):
-            raise BadInput(f"-o {output} is one of the scenario files")
+        prepare_output(output, arguments.scenarios, arguments.overwrite)
     except BadInput as error:
         print(f"torch_peer: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -1051,14 +1076,14 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     document = build_document(arguments, listing, arguments.implementations, torch)
     if unavailable:
-        print(f"torch_peer: {unavailable}: every record is skipped", file=sys.stderr)
         for entry in listing:
             for case in entry["cases"]:
                 for implementation in arguments.implementations:
                     document["records"].append(skipped_record(entry["name"], case, implementation, unavailable))
         document.update({"complete": True, "finished_at": utc_now()})
         write_atomically(output, document)
-        print(f"wrote {output}")
+        print(f"torch_peer: nothing can run here: {unavailable}. Every record is skipped with that reason "
+              f"({len(document['records'])} records in {output}).", file=sys.stderr)
         return EXIT_CANNOT_RUN
 
     device = torch.device("cuda", arguments.device)

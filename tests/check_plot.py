@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """Checks scripts/plot.py end to end on CPU results, and what its figures show.
 
-Runs the binary on two tiny scenarios (a sweep of three lengths, causal off and
-on; and one case with Nq != Nk), then:
+Runs the binary on three tiny scenarios (a sweep of three lengths, causal off
+and on, with the host calibrated and a published value; one case with Nq !=
+Nk; a sweep of block sizes), then:
 
-- plot.py on both results files: throughput, speedup, memory and io as PNG and
-  SVG, and index.md listing them; short file names; nothing else written;
+- plot.py on the first two results files: throughput, runtime, speedup, memory,
+  io and roofline as PNG and SVG, and index.md listing them with the
+  roofline's note; short file names; nothing else written;
 - the figures themselves, drawn by plot.py's own functions and inspected with
-  matplotlib: one figure per view with one panel per group; titles that name the
-  scenarios, the device and the fixed parameters and stay inside the figure; axis
-  labels; labelled y ticks on every panel (single points included); the "Nq x Nk"
-  label of the rectangular case; no minor tick labels and no overlapping tick
-  labels; the expected series (each implementation; measured and modelled bytes
-  and the compulsory line in io; no speedup of the baseline over itself);
+  matplotlib at the size they are saved: one figure per view with one panel
+  per group (the roofline: one per device); nothing clipped (the title, the
+  legend, every panel's title, labels, tick labels and value labels inside the
+  figure); titles that name the scenarios, the device and the fixed parameters
+  (not the defaults); axis labels; labelled y ticks on every panel (single
+  points included); the "Nq x Nk" label of the rectangular case; no minor tick
+  labels and no overlapping tick labels; the expected series (each
+  implementation; measured and modelled bytes and the compulsory line in io;
+  no speedup of the baseline over itself; the published value as a reference
+  mark; no cpu.reference); no speedup label across the line at 1;
+- a sweep of block sizes with --x block: one panel, the block sizes on x;
+- planned memory (run --memory-only) drawn hollow, with its legend entry;
 - bad input: plot.py fails naming the file and writes nothing.
 """
 import argparse
@@ -30,20 +38,31 @@ attnbench_testing.require_module("matplotlib")  # plot.py needs it
 
 MEASURE = {"cache": "hot", "warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 3,
            "max_samples": 3, "min_seconds": 0, "max_seconds": 0.05}
+PUBLISHED = {"label": "Paper", "device": "X1", "source": "a test", "counterpart": "cpu.flash",
+             "quantity": "throughput", "unit": "GFLOP/s", "values": [{"where": {"seqlen": 64, "causal": False},
+                                                                     "value": 1.5}]}
 SWEEP = {
     "name": "plot_sweep", "description": "tiny sweep for the plot check",
     "defaults": {"batch": 1, "heads": 2, "head_dim": 16},
     "sweep": {"seqlen": [32, 64, 128], "causal": [False, True]},
-    "implementations": ["cpu.flash", "cpu.standard"], "measure": MEASURE,
+    "implementations": ["cpu.flash", "cpu.standard", "cpu.reference"], "measure": MEASURE,
+    "published": [PUBLISHED],
 }
 RECTANGLE = {
     "name": "plot_rect", "description": "one case with Nq != Nk",
     "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "seqlen_q": 40, "seqlen_k": 24},
     "implementations": ["cpu.flash", "cpu.standard"], "measure": MEASURE,
 }
-VIEWS = ("throughput", "speedup", "memory", "io")
-Y_LABELS = {"throughput": "FLOP/s", "speedup": "Speedup over cpu.standard", "memory": "Peak memory",
-            "io": "HBM bytes ("}
+BLOCKS = {
+    "name": "plot_blocks", "description": "a sweep of block sizes",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 16, "seqlen": 64},
+    "cases": [{"block_q": 16, "block_k": 16}, {"block_q": 32, "block_k": 32}, {"block_q": 64, "block_k": 64}],
+    "implementations": ["cpu.flash"], "measure": MEASURE,
+}
+VIEWS = ("throughput", "runtime", "speedup", "memory", "io", "roofline")
+Y_LABELS = {"throughput": "FLOP/s", "runtime": "Runtime (ms)", "speedup": "Speedup over cpu.standard",
+            "memory": "Peak memory", "io": "HBM bytes (", "roofline": "Achieved"}
+PUBLISHED_LABEL = "Paper (X1), published"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -90,40 +109,73 @@ def overlapping(boxes):
     return [(a, b) for a, b in itertools.combinations(boxes, 2) if a.overlaps(b)]
 
 
-def check_figures(plot_module, binary, results, device):
-    tables = {name: plot_module.report(binary, [str(r) for r in results], name, None)
-              for name in ("seqlen", "memory", "io")}
-    class Keeper(plot_module.Figures):
-        """Keeps the figures for inspection instead of saving them."""
+class Keeper:
+    """A Figures stand-in that keeps the figures for inspection instead of saving them."""
 
-        def __init__(self, directory):
-            super().__init__(directory)
-            self.kept = {}
+    def __init__(self, directory):
+        self.kept = {}
 
-        def save(self, figure, name, title):
-            self.kept[name] = (figure, title)
+    def save(self, figure, name, title, note=""):
+        self.kept[name] = (figure, title, note)
 
+
+def draw_kept(plot_module, binary, results, x_axis="seqlen"):
+    """plot.py's figures of `results`, kept: {name: (figure, title, note)} (those of
+    earlier calls closed)."""
+    plot_module.plt.close("all")
+    tables = {name: plot_module.report(binary, [str(r) for r in results], name, None, x_axis)
+              for name in plot_module.TABLES}
     plot_module.Figures = Keeper  # the Figures draw_all makes
-    kept = plot_module.draw_all(tables, tempfile.gettempdir()).kept
+    return plot_module.draw_all(tables, tempfile.gettempdir()).kept
+
+
+def unclipped(view, figure):
+    """Every text of the figure (titles, legends, labels, tick labels, value labels) and
+    every legend lies within the figure at the size it is saved."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    whole = figure.bbox
+    artists = list(figure.legends) + [figure._suptitle] + [t for t in figure.texts]
+    for axes in figure.axes:
+        if not axes.get_visible():
+            continue
+        artists += [axes.title, axes.xaxis.label, axes.yaxis.label] + axes.texts
+        artists += tick_labels(axes.xaxis) + tick_labels(axes.yaxis)  # those drawn: within the view
+        if axes.get_legend():
+            artists.append(axes.get_legend())
+    for artist in artists:
+        if artist is None or not artist.get_visible() or (hasattr(artist, "get_text") and not artist.get_text()):
+            continue
+        box = artist.get_window_extent(renderer)
+        name = artist.get_text() if hasattr(artist, "get_text") else type(artist).__name__
+        assert (box.x0 >= whole.x0 - 1 and box.x1 <= whole.x1 + 1 and box.y0 >= whole.y0 - 1
+                and box.y1 <= whole.y1 + 1), f"{view}: {name!r} is clipped ({box} outside {whole})"
+
+
+def check_figures(plot_module, binary, results, device):
+    kept = draw_kept(plot_module, binary, results)
     assert set(kept) == set(VIEWS), f"one figure per view, got {sorted(kept)}"
-    for view, (figure, title) in kept.items():
-        figure.canvas.draw()
+    assert "right of the ridge" in kept["roofline"][2] or "left of it" in kept["roofline"][2], kept["roofline"][2]
+    for view, (figure, title, _) in kept.items():
+        unclipped(view, figure)
         renderer = figure.canvas.get_renderer()
-        whole = figure.bbox
         suptitle = figure._suptitle
         for expected in ("plot_sweep", "plot_rect", device, "heads=2", "head_dim=16"):
             assert expected in title.replace("\n", " ") or expected in suptitle.get_text().replace("\n", " "), \
                 f"{view}: the title does not name {expected!r}: {suptitle.get_text()!r}"
-        box = suptitle.get_window_extent(renderer)
-        assert box.x0 >= whole.x0 - 1 and box.x1 <= whole.x1 + 1, f"{view}: the title overflows the figure"
+        assert "layout=bshd" not in title, f"{view}: the title lists the defaults: {title!r}"
         panels = [axes for axes in figure.axes if axes.get_visible()]
+        if view == "roofline":
+            assert len(panels) == 1, f"roofline: one panel per device: {len(panels)}"
+            assert panels[0].get_xscale() == "log" and "intensity" in panels[0].get_xlabel()
+            names = set(panels[0].get_legend_handles_labels()[1])
+            assert names == {"cpu.flash", "cpu.standard", "ceilings (compute, bandwidth)"}, names
+            continue
         assert len(panels) == 3, f"{view}: one panel per group (causal off, on, and the rectangle): {len(panels)}"
         rectangle = [axes for axes in panels if "plot_rect" in axes.get_title()]
         assert len(rectangle) == 1, [axes.get_title() for axes in panels]
         for axes in panels:
             where = f"{view} panel {axes.get_title()!r}"
-            title_box = axes.title.get_window_extent(renderer)
-            assert title_box.x0 >= whole.x0 - 1 and title_box.x1 <= whole.x1 + 1, f"{where}: title overflows"
             assert axes.get_xlabel() and axes.get_ylabel(), where
             assert Y_LABELS[view] in axes.get_ylabel(), (where, axes.get_ylabel())
             for axis in (axes.xaxis, axes.yaxis):
@@ -150,13 +202,70 @@ def check_figures(plot_module, binary, results, device):
             expected.add("compulsory (y = x)")
         elif view == "speedup":
             expected = {"cpu.flash"}
+        elif view == "throughput":
+            expected = {"cpu.flash", "cpu.standard", PUBLISHED_LABEL}
         else:
             expected = {"cpu.flash", "cpu.standard"}
         assert names == expected, f"{view}: series {sorted(names)}, expected {sorted(expected)}"
         legends = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
         legends += [text.get_text() for axes in panels if axes.get_legend() for text in axes.get_legend().get_texts()]
         assert set(legends) == expected, f"{view}: legend {legends}"
+        if view == "speedup":  # no value label across the line at 1
+            for axes in panels:
+                line_y = axes.transData.transform((0, 1.0))[1]
+                for label in axes.texts:
+                    box = label.get_window_extent(renderer)
+                    assert not box.y0 < line_y < box.y1, f"speedup: label {label.get_text()!r} crosses the line at 1"
     assert len(list(plot_module.pages(list(range(13))))) == 2, "more than 12 groups continue on a second page"
+
+
+def check_block_axis(plot_module, binary, results):
+    """A sweep of block sizes with --x block is one panel with the block sizes on x."""
+    kept = draw_kept(plot_module, binary, [results], "block")
+    for view in ("throughput", "io"):
+        figure = kept[view][0]
+        unclipped(f"{view} --x block", figure)
+        panels = [axes for axes in figure.axes if axes.get_visible()]
+        assert len(panels) == 1, f"{view} --x block: {len(panels)} panels"
+    axes = [a for a in kept["throughput"][0].axes if a.get_visible()][0]
+    assert [t.get_text() for t in tick_labels(axes.xaxis)] == ["16", "32", "64"], tick_labels(axes.xaxis)
+    assert "Block size" in axes.get_xlabel(), axes.get_xlabel()
+
+
+def check_speedup_labels(plot_module, binary, results, directory):
+    """A speedup just under 1 keeps its value label clear of the line at 1."""
+    document = json.loads(results.read_text())
+    medians = {(r["case_key"], r["implementation"]): r["timing"]["statistics"]["p50"] for r in document["records"]}
+    for record in document["records"]:
+        if record["implementation"] == "cpu.flash":
+            record["timing"]["statistics"]["p50"] = medians[(record["case_key"], "cpu.standard")] / 0.97
+    edited = directory / "slower.json"
+    edited.write_text(json.dumps(document))
+    figure = draw_kept(plot_module, binary, [edited])["speedup"][0]
+    unclipped("speedup of 0.97", figure)
+    renderer = figure.canvas.get_renderer()
+    for axes in [a for a in figure.axes if a.get_visible()]:
+        line_y = axes.transData.transform((0, 1.0))[1]
+        assert axes.texts, "the bars carry their values"
+        for label in axes.texts:
+            box = label.get_window_extent(renderer)
+            assert not box.y0 < line_y < box.y1, f"speedup: label {label.get_text()!r} crosses the line at 1"
+
+
+def check_planned_memory(plot_module, binary, results, directory):
+    """A record whose memory was planned (run --memory-only) is drawn hollow, with a legend entry."""
+    document = json.loads(results.read_text())
+    for record in document["records"]:
+        if record["implementation"] == "cpu.standard" and record["problem"]["seqlen_q"] == 128:
+            record["memory"]["source"] = "planned"
+    edited = directory / "planned.json"
+    edited.write_text(json.dumps(document))
+    figure = draw_kept(plot_module, binary, [edited])["memory"][0]
+    unclipped("memory with planned points", figure)
+    hollow = [line for axes in figure.axes for line in axes.get_lines() if line.get_fillstyle() == "none"]
+    assert hollow, "no hollow marker for the planned amount"
+    legends = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
+    assert "hollow: planned (arena plan, not run)" in legends, legends
 
 
 def main():
@@ -169,14 +278,21 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         directory = pathlib.Path(directory)
         results = []
-        for scenario in (SWEEP, RECTANGLE):
+        for scenario in (SWEEP, RECTANGLE, BLOCKS):
             path = attnbench_testing.write_scenario(directory / f"{scenario['name']}.json", scenario)
             results.append(directory / f"{scenario['name']}-results.json")
-            attnbench_testing.run_scenario(args.binary, path, results[-1])
+            flags = ["--calibrate"] if scenario is SWEEP else []  # the roofline's ceilings
+            run = subprocess.run([args.binary, "run", str(path), "-o", str(results[-1]), *flags],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, run.stdout + run.stderr
+        blocks = results.pop()
         device = json.loads(results[0].read_text())["devices"][0]["name"]
 
         check_files(plot, args.binary, results, directory / "plots")
         check_figures(load_plot_module(args.source_dir), args.binary, results, device)
+        check_block_axis(load_plot_module(args.source_dir), args.binary, blocks)
+        check_planned_memory(load_plot_module(args.source_dir), args.binary, results[0], directory)
+        check_speedup_labels(load_plot_module(args.source_dir), args.binary, results[0], directory)
 
         broken = directory / "broken.json"
         broken.write_text('{"schema": "attnbench.results/1", "records": [')
@@ -190,8 +306,8 @@ def main():
         missing = subprocess.run([sys.executable, str(plot), str(results[0]), "--attnbench",
                                   str(directory / "absent"), "--out", str(nothing)], capture_output=True, text=True)
         assert missing.returncode == 2 and "--attnbench" in missing.stderr, missing.stderr
-    print("plot.py: one figure per view as PNG and SVG with an index; titles, labels, ticks and series checked; "
-          "bad input refused")
+    print("plot.py: one figure per view as PNG and SVG with an index; nothing clipped; titles, labels, ticks, "
+          "series, published marks, the block axis and planned memory checked; bad input refused")
 
 
 if __name__ == "__main__":

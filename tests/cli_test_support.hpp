@@ -85,9 +85,12 @@ struct BoundedResult {
 // Runs ATTNBENCH_BINARY with `arguments` (passed as they are, bytes and all: no
 // shell) in a child limited to `address_space_bytes` of virtual memory
 // (setrlimit; not under AddressSanitizer), killed after `seconds`. For the reproducers whose point is that
-// the tool finishes and stays small whatever the input.
+// the tool finishes and stays small whatever the input. With `stop_at`, the
+// child is also killed as soon as its output holds that text (a run that would
+// go on for hours, once it has said what the test checks).
 inline BoundedResult run_attnbench_bounded(const std::vector<std::string>& arguments, double seconds = 10,
-                                           rlim_t address_space_bytes = rlim_t{2} << 30) {
+                                           rlim_t address_space_bytes = rlim_t{2} << 30,
+                                           const std::string& stop_at = "") {
   BoundedResult result;
   char output_name[] = "/tmp/attnbench_bounded_XXXXXX";
   const int output = mkstemp(output_name);
@@ -111,11 +114,16 @@ inline BoundedResult run_attnbench_bounded(const std::vector<std::string>& argum
   }
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto output_holds = [&](const std::string& text) {
+    std::string seen(static_cast<std::size_t>(std::max<off_t>(0, lseek(output, 0, SEEK_END))), '\0');
+    return pread(output, seen.data(), seen.size(), 0) > 0 && seen.find(text) != std::string::npos;
+  };
   while (waitpid(child, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
+    const bool stop = !stop_at.empty() && output_holds(stop_at);
+    if (stop || std::chrono::steady_clock::now() > deadline) {
       kill(child, SIGKILL);
       waitpid(child, &status, 0);
-      result.timed_out = true;
+      result.timed_out = !stop;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

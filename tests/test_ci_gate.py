@@ -6,7 +6,8 @@ attnbench binary on a tiny CPU scenario. Against itself the gate must exit 0
 (pass) and write summary.md, junit.xml and compare.json; the log shows the
 interleaving (base then head in odd rounds, head then base in even ones) and
 that the head build merges and compares. A head whose runs report more peak
-memory is a deterministic regression: the gate must exit 1. A run that cannot
+memory is a deterministic regression: the gate must exit 1; a head that loses a
+case is not comparable (exit 3), and the gate never lets compare allow that. A run that cannot
 start ends the gate with its status; bad arguments exit 2 before anything runs.
 The time threshold is raised (COMPARE_ARGS) because a shared test machine can
 slow one side's samples many times over; compare's own tests cover its statistics.
@@ -42,9 +43,10 @@ class CiGate(attnbench_testing.ScenarioTestCase):
         self.builds = {side: self.wrapper(side) for side in ("base", "head")}
         self.gate = ARGS.source_dir / "scripts" / "ci_gate.sh"
 
-    def wrapper(self, side, extra_peak_bytes=0):
+    def wrapper(self, side, extra_peak_bytes=0, only_impl=""):
         """A build of `side`: logs "<side> <subcommand> [K/N]" and runs the real binary; its runs
-        then add `extra_peak_bytes` to every measured peak memory."""
+        then add `extra_peak_bytes` to every measured peak memory, and run only the implementation
+        `only_impl` when given (a build that lost the others)."""
         path = self.directory / side / "attnbench"
         path.parent.mkdir(exist_ok=True)
         path.write_text(f"""#!{sys.executable}
@@ -53,6 +55,8 @@ arguments = sys.argv[1:]
 shard = arguments[arguments.index("--shard") + 1] if "--shard" in arguments else ""
 with open({str(self.log)!r}, "a") as log:
     log.write(f"{side} {{arguments[0]}} {{shard}}\\n")
+if arguments[0] == "run" and {only_impl!r}:
+    arguments += ["--impl", {only_impl!r}]
 status = subprocess.call([{str(ARGS.binary)!r}, *arguments])
 if arguments[0] == "run" and {extra_peak_bytes}:
     output = arguments[arguments.index("-o") + 1]
@@ -69,12 +73,12 @@ sys.exit(status)
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
         return path
 
-    def gate_run(self, *arguments):
+    def gate_run(self, *arguments, compare_args="--time-threshold 100"):
         env = attnbench_testing.environment_without("RUN_ARGS")
         # One thread: with two OpenMP threads on a loaded two-core machine a
         # sample can wait a whole scheduler tick for a preempted thread (200x).
         env["RUN_ARGS"] = "--threads 1"
-        env["COMPARE_ARGS"] = "--time-threshold 100"
+        env["COMPARE_ARGS"] = compare_args
         return subprocess.run(["bash", str(self.gate), *map(str, arguments)], capture_output=True, text=True,
                               env=env, cwd=self.directory)
 
@@ -107,6 +111,27 @@ sys.exit(status)
         self.assertIn("compare exited 1", gate.stdout)
         junit = ElementTree.parse(outdir / "junit.xml").getroot()
         self.assertEqual(len(junit.findall(".//failure")), 2, "both cells grew by 4 KiB")
+
+    def test_a_cell_missing_from_the_head_is_not_a_pass(self):
+        # Each side's merge is complete (the head ran every case of what it has), so
+        # only compare sees that cpu.standard vanished.
+        scenario = self.directory / "two_implementations.json"
+        scenario.write_text(json.dumps(dict(SCENARIO, implementations=["cpu.flash", "cpu.standard"])))
+        lossy = self.wrapper("lossy", only_impl="cpu.flash")
+        outdir = self.directory / "gate"
+        gate = self.gate_run(self.builds["base"], lossy, scenario, outdir, 2)
+        self.assertEqual(gate.returncode, 3, gate.stdout + gate.stderr)
+        self.assertIn("2 cells that ran in BASE are missing from NEW", gate.stdout)
+        junit = ElementTree.parse(outdir / "junit.xml").getroot()
+        self.assertEqual(len(junit.findall(".//error")), 2, "the missing cells are errors, not silently absent")
+
+    def test_the_gate_refuses_to_allow_missing_cells(self):
+        outdir = self.directory / "never"
+        gate = self.gate_run(self.builds["base"], self.builds["head"], self.scenario, outdir, 2,
+                             compare_args="--time-threshold 100 --allow-missing")
+        self.assertEqual(gate.returncode, 2, gate.stdout + gate.stderr)
+        self.assertIn("--allow-missing", gate.stderr)
+        self.assertFalse(self.log.exists())
 
     def test_bad_arguments_exit_two_before_running_anything(self):
         outdir = self.directory / "never"

@@ -151,6 +151,38 @@ TEST_F(CliCompare, ACellSlowedByThirtyPercentFailsWithExitOneAndIsNamedInJUnit) 
   EXPECT_NEAR(json["cells"][0]["metrics"]["time"]["ratio"].get<double>(), 1.3, 1e-9);
 }
 
+TEST_F(CliCompare, AnInterruptedRunDoesNotPassUnlessMissingCellsAreAllowed) {
+  // What Ctrl-C after the first case leaves: complete false, the records of one case.
+  Json interrupted = load(run_a());
+  interrupted["complete"] = false;
+  interrupted["finished_at"] = nullptr;
+  interrupted["records"].erase(interrupted["records"].begin() + 3, interrupted["records"].end());
+  const std::string partial = write("interrupted.json", interrupted);
+  CommandResult compare = run_attnbench("compare " + run_a() + " " + partial + " --time-threshold 50" + outputs());
+  EXPECT_EQ(compare.exit_code, 3) << compare.output;
+  EXPECT_NE(compare.output.find("3 cells that ran in BASE are missing from NEW:"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("result: not comparable: NEW is an unfinished run"), std::string::npos)
+      << compare.output;
+  EXPECT_NE(read_text(path("summary.md")).find("## attnbench compare: not comparable: NEW is an unfinished run"),
+            std::string::npos);
+  EXPECT_EQ(occurrences(read_text(path("junit.xml")), "<error "), 4u) << "the unfinished file and 3 missing cells";
+  Json json = load(path("compare.json"));
+  EXPECT_EQ(json["exit_code"], 3);
+  EXPECT_EQ(json["summary"]["missing"], 3);
+
+  // BASE unfinished: the cells only in NEW are reported, not failed; the file is.
+  compare = run_attnbench("compare " + partial + " " + run_a() + " --time-threshold 50");
+  EXPECT_EQ(compare.exit_code, 3) << compare.output;
+  EXPECT_NE(compare.output.find("result: not comparable: BASE is an unfinished run (exit 3)"), std::string::npos)
+      << compare.output;
+
+  compare = run_attnbench("compare " + run_a() + " " + partial + " --time-threshold 50 --allow-missing" + outputs());
+  EXPECT_EQ(compare.exit_code, 0) << compare.output;
+  json = load(path("compare.json"));
+  EXPECT_TRUE(json["settings"]["allow_missing"].get<bool>());
+  EXPECT_EQ(json["missing"].size(), 3u);
+}
+
 TEST_F(CliCompare, MalformedInputExitsTwoAndWritesNothing) {
   std::ofstream(path("broken.json")) << R"({"schema": "attnbench.results/1", "records": [)";
   CommandResult compare = run_attnbench("compare " + run_a() + " " + path("broken.json") + outputs());

@@ -139,6 +139,70 @@ TEST_F(Output, ParserErrorsCarryThePrefixAndExitTwo) {
   EXPECT_NE(run_attnbench("run --bogus x.json").output.find("attnbench run --help"), std::string::npos);
 }
 
+TEST_F(Output, UnknownCommandsAndFlagsAreNamedWithTheNearestOne) {
+  const auto error_of = [](const std::string& arguments) {
+    const CommandResult result = run_attnbench(arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments;
+    return result.output;
+  };
+  EXPECT_NE(error_of("rn x.json").find("attnbench: error: unknown command \"rn\" (did you mean \"run\"?); the "
+                                       "commands are run, bench, list"),
+            std::string::npos);
+  EXPECT_NE(error_of("run x.json --impls cpu.flash").find("unknown flag \"--impls\" for run (did you mean \"--impl\"?)"),
+            std::string::npos);
+  EXPECT_NE(error_of("bench --seq-len 128").find("unknown flag \"--seq-len\" for bench (did you mean \"--seqlen\"?)"),
+            std::string::npos);
+  const std::string threshold = error_of("compare a.json b.json --time-treshold 0.1");
+  EXPECT_NE(threshold.find("unknown flag \"--time-treshold\" for compare (did you mean \"--time-threshold\"?)"),
+            std::string::npos)
+      << threshold;
+  EXPECT_EQ(threshold.find("were not expected"), std::string::npos) << threshold;
+  EXPECT_NE(error_of("bench --batch 1 --heads 1 --seqlen 16 --head-dim 16 --window 32,0")
+                .find("--window: got \"32,0\", read as 2 separate values; one value is a JSON array: write "
+                      "--window '[32,0]'"),
+            std::string::npos);
+}
+
+TEST_F(Output, HotAndColdAreExclusiveWithoutGarblingTheHelp) {
+  const std::string help = run_attnbench("run --help").output;
+  EXPECT_EQ(help.find("Excludes"), std::string::npos) << help;
+  EXPECT_NE(help.find("  --hot "), std::string::npos) << help;
+  const CommandResult both = run_attnbench("run x.json --hot --cold");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.output.find("--hot and --cold: give one of them, not both"), std::string::npos) << both.output;
+}
+
+TEST_F(Output, EveryWriterCreatesMissingDirectoriesAndRefusesOnlyWhereItCannot) {
+  const fs::path scenario = write("one.json", kOneCase);
+  const std::string results = path("new/run/r.json").string();
+  const CommandResult run = run_attnbench("run " + scenario.string() + " --threads 1 -o " + results);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<std::pair<std::string, std::string>> writers = {
+      {"report " + results + " --table seqlen -o ", "report/a/t.md"},
+      {"merge " + results + " -o ", "merge/a/m.json"},
+      {"compare " + results + " " + results + " --markdown ", "compare/md/s.md"},
+      {"compare " + results + " " + results + " --junit ", "compare/junit/j.xml"},
+      {"compare " + results + " " + results + " --json ", "compare/json/c.json"}};
+  for (const auto& [command, output] : writers) {
+    const CommandResult written = run_attnbench(command + path(output).string());
+    EXPECT_EQ(written.exit_code, 0) << command << output << "\n" << written.output;
+    EXPECT_TRUE(fs::is_regular_file(path(output))) << output;
+  }
+  // Under a file no directory can be made: exit 2, naming the flag and the directory.
+  write("plain", "a file");
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"run " + scenario.string() + " -o ", "-o: cannot create the directory"},
+      {"report " + results + " --table seqlen -o ", "-o: cannot create the directory"},
+      {"merge " + results + " -o ", "-o: cannot create the directory"},
+      {"compare " + results + " " + results + " --markdown ", "--markdown: cannot create the directory"}};
+  for (const auto& [command, message] : refused) {
+    const CommandResult result = run_attnbench(command + path("plain/out").string());
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_NE(result.output.find(message + " \"" + path("plain").string() + "\""), std::string::npos)
+        << command << "\n" << result.output;
+  }
+}
+
 TEST_F(Output, HelpShowsNoRawFlagDefaults) {
   for (const char* subcommand : {"run", "bench", "list", "validate", "info", "compare", "report", "merge"}) {
     const CommandResult help = run_attnbench(std::string(subcommand) + " --help");

@@ -54,7 +54,7 @@ class CliReport : public ::testing::Test {
 };
 
 TEST_F(CliReport, EveryTableInEveryFormat) {
-  for (const char* table : {"fig2", "seqlen", "memory", "io", "accuracy"}) {
+  for (const char* table : {"fig2", "seqlen", "memory", "io", "accuracy", "roofline"}) {
     for (const char* format : {"md", "csv", "latex", "json"}) {
       SCOPED_TRACE(std::string(table) + " " + format);
       const CommandResult report = run_attnbench(
@@ -98,18 +98,24 @@ TEST_F(CliReport, OutputFileHoldsWhatStandardOutputWould) {
   EXPECT_EQ(read_text(output), printed.output);
 }
 
-TEST_F(CliReport, MergesFilesIntoOneView) {
-  const CommandResult report =
-      run_attnbench("report " + results().string() + " " + reference_results().string() +
-                        " --table seqlen --format json",
-                    Capture::stdout_only);
-  ASSERT_EQ(report.exit_code, 0) << report.output;
-  const Json parsed = Json::parse(report.output);
-  EXPECT_EQ(parsed["sources"].size(), 2u);
-  bool reference = false;
-  for (const Json& column : parsed["columns"])
-    reference = reference || column.value("implementation", "") == "cpu.reference";
-  EXPECT_TRUE(reference) << "the second file's implementation has columns";
+TEST_F(CliReport, MergesFilesIntoOneViewLeavingTheOracleOutUnlessAsked) {
+  const auto columns_of_the_oracle = [&](const std::string& flags) {
+    const CommandResult report =
+        run_attnbench("report " + results().string() + " " + reference_results().string() +
+                          " --table seqlen --format json" + flags,
+                      Capture::stdout_only);
+    EXPECT_EQ(report.exit_code, 0) << report.output;
+    const Json parsed = Json::parse(report.output);
+    EXPECT_EQ(parsed["sources"].size(), 2u);
+    std::size_t columns = 0;
+    for (const Json& column : parsed["columns"]) columns += column.value("implementation", "") == "cpu.reference";
+    bool noted = false;
+    for (const Json& note : parsed["notes"]) noted = noted || note.get<std::string>().find("--with-oracle") != std::string::npos;
+    EXPECT_EQ(noted, columns == 0) << "a note says the oracle was left out";
+    return columns;
+  };
+  EXPECT_EQ(columns_of_the_oracle(""), 0u) << "the fp64 oracle is no contender";
+  EXPECT_GT(columns_of_the_oracle(" --with-oracle"), 0u) << "the second file's implementation has columns";
 }
 
 TEST_F(CliReport, BadInputExitsTwoAndWritesNothing) {
@@ -156,6 +162,47 @@ TEST_F(CliReport, BadUsageExitsTwo) {
   EXPECT_EQ(baseline.exit_code, 2) << baseline.output;
   EXPECT_NE(baseline.output.find("--baseline cuda.cublas"), std::string::npos) << baseline.output;
   EXPECT_FALSE(fs::exists(output));
+}
+
+// Table 21 on any machine: --memory-only measures the memory of a case it can
+// afford with one checked call and plans the rest (a case of 3e13 FLOP, minutes
+// on one thread of any CPU, in 30 MiB), and the report marks which.
+TEST(CliMemoryOnly, MeasuredWhereAffordablePlannedElsewhereAndTheReportSaysWhich) {
+  const fs::path directory = fresh_temp_directory("cli_memory_only");
+  std::ofstream(directory / "memory.json") << R"({
+    "name": "memory", "description": "one small case and one of hours",
+    "defaults": {"batch": 1, "heads": 8, "head_dim": 64, "direction": "fwd+bwd"},
+    "cases": [{"seqlen": 64}, {"seqlen": 65536}],
+    "implementations": ["cpu.flash"]})";
+  const fs::path results = directory / "results.json";
+  const CommandResult run = run_attnbench("run " + (directory / "memory.json").string() +
+                                          " --memory-only --threads 1 -o " + results.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("peak mem p: planned"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("throughput"), std::string::npos) << "no timing columns without timing:\n" << run.output;
+  EXPECT_NE(run.output.find("implementation    status   peak mem rel. error"), std::string::npos) << run.output;
+  const Json document = attnbench::load_results_file(results.string());
+  ASSERT_EQ(document["records"].size(), 2u);
+  const Json& small = document["records"][0];
+  const Json& huge = document["records"][1];
+  EXPECT_EQ(small["status"], "ok");
+  EXPECT_EQ(small["memory"]["source"], "measured");
+  EXPECT_TRUE(small["timing"].is_null()) << "no timing loop";
+  EXPECT_EQ(small["accuracy"]["status"], "passed") << "run once, with its checks";
+  EXPECT_EQ(small["settings"]["memory_only"], true);
+  EXPECT_EQ(huge["memory"]["source"], "planned");
+  EXPECT_TRUE(huge["timing"].is_null());
+  EXPECT_EQ(huge["accuracy"]["status"], "not_checked");
+  EXPECT_EQ(huge["reason"].get<std::string>().rfind("memory planned, not run: one call would take at least ", 0), 0u)
+      << huge["reason"];
+  EXPECT_GT(huge["memory"]["peak_bytes"].get<double>(), small["memory"]["peak_bytes"].get<double>() * 100);
+  EXPECT_TRUE(document["host"]["calibration"].is_object()) << "the estimate that planned it needs the host's rate";
+
+  const CommandResult report = run_attnbench("report " + results.string() + " --table memory");
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find(" p |"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("p: planned"), std::string::npos) << report.output;
+  fs::remove_all(directory);
 }
 
 }  // namespace

@@ -241,9 +241,11 @@ TEST(Compare, StatusTransitions) {
     (*r)["timing"] = nullptr;
   }
   pair.base_record(2)["status"] = "failed";  // fixed in NEW
+  pair.base_record(0)["status"] = "failed";  // failed in BASE, skipped in NEW: not a missing cell
   CompareReport report = pair.compare();
   EXPECT_EQ(cell(report, "case0").verdict, CompareVerdict::inconclusive);
   EXPECT_EQ(cell(report, "case0").metric("status")->summary, "NEW skipped: would not fit");
+  EXPECT_TRUE(report.missing.empty());
   EXPECT_EQ(cell(report, "case1").verdict, CompareVerdict::pass);
   EXPECT_EQ(cell(report, "case1").metric("status")->summary, "skipped in BASE and NEW: nothing to compare");
   EXPECT_EQ(cell(report, "case2").verdict, CompareVerdict::improvement);
@@ -499,13 +501,17 @@ TEST(Compare, InconclusiveForLackOfSamplesSaysHowManyToTake) {
   for (std::size_t i = 2; i < cells.size(); ++i) EXPECT_NE(times[i].verdict, CompareVerdict::inconclusive);
 }
 
-TEST(Compare, UnmatchedCellsAreListedAndDoNotChangeTheExitCode) {
+TEST(Compare, CellsThatDidNotRunInBaseOrOnlyInNewAreListedAndDoNotChangeTheExitCode) {
   Pair pair;
-  pair.base["records"].push_back(record("gone", samples(1e-3, 1)));
+  Json gone = record("gone", samples(1e-3, 1));
+  gone["status"] = "skipped";  // nothing was lost: it did not run in BASE either
+  gone["timing"] = nullptr;
+  pair.base["records"].push_back(gone);
   pair.next["records"].push_back(record("case0", samples(1e-3, 2), "cpu.standard"));  // another implementation
   const CompareReport report = pair.compare();
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_EQ(report.cells.size(), 3u);
+  EXPECT_TRUE(report.missing.empty());
   ASSERT_EQ(report.only_in_base.size(), 1u);
   EXPECT_EQ(report.only_in_base[0].case_key, "gone");
   ASSERT_EQ(report.only_in_new.size(), 1u);
@@ -515,6 +521,135 @@ TEST(Compare, UnmatchedCellsAreListedAndDoNotChangeTheExitCode) {
     EXPECT_NE(output.find("gone"), std::string::npos) << output;
     EXPECT_NE(output.find("cpu.standard"), std::string::npos) << output;
   }
+}
+
+// ---- completeness: an unfinished file, cells missing from NEW ----
+
+// Terminal text with its wrapped lines joined again.
+std::string unwrapped(std::string text) {
+  for (auto at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, " ");
+  return text;
+}
+
+// A NEW that stopped after `kept` of BASE's cells, as Ctrl-C leaves it.
+Pair interrupted_after(std::size_t kept) {
+  Pair pair;
+  pair.next["complete"] = false;
+  pair.next["finished_at"] = nullptr;
+  pair.next["records"].erase(pair.next["records"].begin() + static_cast<std::ptrdiff_t>(kept),
+                             pair.next["records"].end());
+  return pair;
+}
+
+TEST(Compare, AnInterruptedNewIsNotComparableInEveryOutput) {
+  const CompareReport report = interrupted_after(1).compare();
+  EXPECT_EQ(report.cells.size(), 1u);
+  EXPECT_EQ(report.count(CompareVerdict::pass), 1u);
+  EXPECT_EQ(report.exit_code, 3) << "a pass of the cells it holds is not a pass of the run";
+  ASSERT_EQ(report.missing.size(), 2u);
+  EXPECT_EQ(report.missing[0].case_key, "case1");
+  EXPECT_EQ(report.missing[0].in_new, "absent");
+  EXPECT_EQ(report.unfinished(), std::vector<std::string>{"NEW"});
+
+  const std::string terminal = unwrapped(render_compare_terminal(report));
+  EXPECT_NE(terminal.find("NEW (new.json) is an unfinished run (complete: false)"), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("2 cells that ran in BASE are missing from NEW: synthetic/case1 cpu.flash (absent) "
+                          "synthetic/case2 cpu.flash (absent)\n"),
+            std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("1 cell compared: 0 regressions, 0 inconclusive, 0 improvements, 1 pass; 2 missing from "
+                          "NEW, 0 more only in BASE, 0 only in NEW"),
+            std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("result: not comparable: NEW is an unfinished run and 2 cells that ran in BASE are missing "
+                          "from NEW (2 absent, 0 skipped) (exit 3)"),
+            std::string::npos)
+      << terminal;
+  EXPECT_EQ(terminal.find("only in BASE:"), std::string::npos) << "listed once, as missing";
+
+  const std::string markdown = render_compare_markdown(report);
+  EXPECT_EQ(markdown.rfind("## attnbench compare: not comparable: NEW is an unfinished run", 0), 0u) << markdown;
+  EXPECT_NE(markdown.find("### Not comparable: incomplete"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| `synthetic/case2` | `cpu.flash` | absent |"), std::string::npos) << markdown;
+
+  const std::string junit = render_compare_junit(report);
+  EXPECT_NE(junit.find("tests=\"4\" failures=\"0\" errors=\"3\" skipped=\"0\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"attnbench.inputs\" name=\"NEW\">\n      <error type=\"unfinished\" "
+                       "message=\"new.json is an unfinished run (complete: false)\"/>"),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"synthetic.cpu.flash\" name=\"case1\">\n      <error type=\"missing\""),
+            std::string::npos)
+      << junit;
+
+  const Json json = compare_report_json(report);
+  EXPECT_EQ(json["exit_code"], 3);
+  EXPECT_FALSE(json["inputs"]["new"]["complete"].get<bool>());
+  EXPECT_TRUE(json["inputs"]["base"]["complete"].get<bool>());
+  EXPECT_EQ(json["summary"]["missing"], 2);
+  EXPECT_EQ(json["summary"]["unfinished"], Json::array({"NEW"}));
+  EXPECT_EQ(json["missing"][1]["case_key"], "case2");
+  EXPECT_FALSE(json["settings"]["allow_missing"].get<bool>());
+}
+
+TEST(Compare, AnUnfinishedBaseOrAnUnfinishedNewWithEveryCellIsNotAPassEither) {
+  Pair pair;
+  pair.base["complete"] = false;
+  CompareReport report = pair.compare();
+  EXPECT_TRUE(report.missing.empty());
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(unwrapped(render_compare_terminal(report)).find("result: not comparable: BASE is an unfinished run (exit 3)"),
+            std::string::npos);
+  pair.next["complete"] = false;  // a run still going may already hold every cell of BASE
+  report = pair.compare();
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(unwrapped(render_compare_terminal(report)).find("BASE and NEW are unfinished runs"), std::string::npos);
+}
+
+TEST(Compare, ACellThatRanInBaseAndIsSkippedInNewIsMissing) {
+  Pair pair;
+  pair.new_record(2)["status"] = "skipped";
+  pair.new_record(2)["reason"] = "would not fit";
+  pair.new_record(2)["timing"] = nullptr;
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.cells.size(), 2u) << "not compared";
+  ASSERT_EQ(report.missing.size(), 1u);
+  EXPECT_EQ(report.missing[0].in_new, "skipped");
+  EXPECT_EQ(report.missing[0].reason, "would not fit");
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(render_compare_terminal(report).find("  synthetic/case2 cpu.flash (skipped: would not fit)\n"),
+            std::string::npos);
+  EXPECT_NE(render_compare_junit(report).find("message=\"skipped in NEW (would not fit); it ran in BASE\""),
+            std::string::npos);
+}
+
+TEST(Compare, AllowMissingJudgesWhatBothFilesHoldAndSaysSo) {
+  CompareSettings settings;
+  settings.allow_missing = true;
+  const CompareReport report = interrupted_after(1).compare(settings);
+  EXPECT_EQ(report.exit_code, 0);
+  const std::string terminal = unwrapped(render_compare_terminal(report));
+  EXPECT_NE(terminal.find("Allowed by --allow-missing: only the cells in both files were judged."), std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("result: pass (exit 0); NEW is an unfinished run and 2 cells"), std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("(allowed by --allow-missing)"), std::string::npos) << terminal;
+  const std::string junit = render_compare_junit(report);
+  EXPECT_NE(junit.find("tests=\"4\" failures=\"0\" errors=\"0\" skipped=\"3\""), std::string::npos) << junit;
+  const Json json = compare_report_json(report);
+  EXPECT_TRUE(json["settings"]["allow_missing"].get<bool>());
+  EXPECT_EQ(json["summary"]["missing"], 2);
+}
+
+TEST(Compare, ARegressionTakesPrecedenceOverMissingCells) {
+  Pair pair = interrupted_after(2);
+  pair.new_record(0)["status"] = "failed";
+  pair.new_record(0)["reason"] = "CUDA error";
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_NE(unwrapped(render_compare_terminal(report)).find("result: regression (exit 1); NEW is an unfinished run and 1 cell "
+                                                 "that ran in BASE is missing from NEW"),
+            std::string::npos);
 }
 
 TEST(Compare, NoCellInCommonIsNotAPass) {

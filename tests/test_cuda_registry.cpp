@@ -8,6 +8,7 @@
 #include <string>
 
 #include "harness/backend.hpp"
+#include "harness/cuda/nvidia_driver.hpp"
 #include "harness/implementation.hpp"
 
 namespace attnbench {
@@ -48,6 +49,26 @@ TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
     EXPECT_NE(verdict.reason.find("cuda"), std::string::npos) << name << ": " << verdict.reason;
     EXPECT_EQ(verdict.reason, device.reason) << name;
   }
+}
+
+TEST(CudaRegistry, WithoutAnyNvidiaDriverTheReasonSaysSoAndNotToUpgradeIt) {
+  const NvidiaDriverPresence presence = probe_nvidia_driver();
+  if (presence.library || presence.device_files) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  const Verdict device = BackendRegistry::instance().get("cuda")->availability();
+  EXPECT_FALSE(device.ok);
+  EXPECT_EQ(device.reason.rfind("no NVIDIA driver or GPU found", 0), 0u) << device.reason;
+}
+
+TEST(CudaRegistry, TheReasonFitsWhatIsInstalled) {
+  const std::string name = "cudaErrorInsufficientDriver", text = "CUDA driver version is insufficient";
+  EXPECT_EQ(cuda_unavailable_reason(name, text, {false, false}),
+            "no NVIDIA driver or GPU found (no libcuda.so.1, no /dev/nvidia* device)");
+  EXPECT_NE(cuda_unavailable_reason(name, text, {false, true}).find("libcuda.so.1 does not load"), std::string::npos);
+  EXPECT_NE(cuda_unavailable_reason(name, text, {true, true}).find("older than this build's CUDA runtime"),
+            std::string::npos);
+  EXPECT_NE(cuda_unavailable_reason("cudaErrorNoDevice", "no CUDA-capable device is detected", {true, true})
+                .find("(cudaGetDeviceCount: cudaErrorNoDevice, no CUDA-capable device is detected)"),
+            std::string::npos);
 }
 
 // Which CUDA implementations have a backward; the others refuse it, saying so.

@@ -1,14 +1,12 @@
 // Terminal output: numbers in one unit convention (binary bytes, FLOP/s in the
 // largest unit that does not round to zero), counts with their noun's number,
-// words wrapped to a width, and the live progress line that never outgrows
-// the terminal.
+// words wrapped to a width, durations in words.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "harness/format.hpp"
-#include "harness/run/progress.hpp"
 
 namespace attnbench {
 namespace {
@@ -53,21 +51,11 @@ TEST(Format, WordsWrapToTheWidthWithTheIndent) {
   EXPECT_EQ(wrap_words("averyveryverylongword x", 8, ""), (std::vector<std::string>{"averyveryverylongword", "x"}));
 }
 
-TEST(Progress, LineFitsTheTerminalShorteningTheLabel) {
-  const std::string head = "[12/345] ";
-  const std::string label = "quick#11 b2 h4/2 q100 k77 d64 fp16 fwd+bwd causal.br win.br[32,0] pad drop0.10 bhsd";
-  const std::string tail = "  cpu.reference  ETA 1:23";
-  for (std::size_t width : {40u, 60u, 80u, 200u}) {
-    const std::string line = fit_progress_line(head, label, tail, width);
-    EXPECT_LT(line.size(), width) << line;  // the last column stays free, so the terminal never wraps
-    EXPECT_EQ(line.rfind(head, 0), 0u) << line;
-    if (head.size() + 3 + tail.size() < width) {
-      EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << "the ETA and implementation stay: " << line;
-    }
-  }
-  EXPECT_EQ(fit_progress_line(head, label, tail, 200), head + label + tail);
-  EXPECT_NE(fit_progress_line(head, label, tail, 60).find("..."), std::string::npos);
-  EXPECT_EQ(fit_progress_line(head, label, tail, 10).size(), 9u);
+TEST(Format, DurationsInWords) {
+  EXPECT_EQ(format_duration(42.4), "42 s");
+  EXPECT_EQ(format_duration(26 * 60 + 10), "26 min");
+  EXPECT_EQ(format_duration(3 * 3600 + 12 * 60), "3 h 12 min");
+  EXPECT_EQ(format_duration(52 * 3600), "2 days 4 h");
 }
 
 }  // namespace

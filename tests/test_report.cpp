@@ -415,6 +415,136 @@ TEST(ReportMemory, PeakExtraAndReductionFactor) {
   EXPECT_NE(render_markdown(table).find("GiB = 2^30 bytes"), std::string::npos);
 }
 
+// A scenarios entry whose file carries `published` (and the records' scenario name).
+Json scenario_entry(const Json& published, const std::string& name = "sweep") {
+  return Json{{"path", name + ".json"},
+              {"name", name},
+              {"description", "test"},
+              {"source", {{"name", name}, {"description", "test"}, {"published", published}}},
+              {"implementations", {"cpu.flash", "cpu.standard"}},
+              {"measure",
+               {{"warmup_min_iterations", 1}, {"warmup_min_seconds", 0}, {"min_samples", 3}, {"max_samples", 3},
+                {"min_seconds", 0}, {"max_seconds", 1}, {"target_ci_width", 0.02}, {"cache", "hot"}}},
+              {"accuracy",
+               {{"check", true}, {"max_oracle_macs", 1e9}, {"seed", 0}, {"floor_factor", 16}, {"bound", Json::object()}}},
+              {"case_count", 2}};
+}
+
+TEST(ReportMemory, PlannedAmountsAreMarkedAndTheUnitSuitsASpanOfOrdersOfMagnitude) {
+  // 2 MiB measured, 3 TiB planned (run --memory-only): the unit is the
+  // geometric middle's (GiB), not TiB where 2 MiB would read 1.9e-06.
+  Json small = make_record(make_problem(1, 1, 128, 64), Outcome("cpu.flash").memory(2 << 20, 1 << 20));
+  Json large = make_record(make_problem(1, 1, 131072, 64), Outcome("cpu.flash").memory(3LL << 40, 1 << 30));
+  large["memory"]["source"] = "planned";
+  large["timing"] = nullptr;
+  large["reason"] = "memory planned, not run: one call would take at least 3 h";
+  const Table table = build_table("memory", one_file({small, large}), {});
+  EXPECT_EQ(table.columns[column_index(table, "peak_memory/cpu.flash")].unit, "GiB");
+  EXPECT_FALSE(cell(table, 0, 0, "peak_memory/cpu.flash").planned);
+  EXPECT_TRUE(cell(table, 0, 1, "peak_memory/cpu.flash").planned);
+  const std::string markdown = render_markdown(table);
+  EXPECT_NE(markdown.find("3072.00 p |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("p: planned, the arena plan of a call that was not run"), std::string::npos) << markdown;
+  const Json json = Json::parse(render_json(table));
+  EXPECT_EQ(json["groups"][0]["rows"][1][column_index(table, "peak_memory/cpu.flash")],
+            Json::parse(R"({"value": 3072.0, "source": "planned"})"));
+}
+
+TEST(ReportPublished, PublishedValuesStandBesideOursWithTheRatio) {
+  // Table 21 at N 512 and 1024: FlashAttention 104 and 209 MB, PyTorch 336 MB and OOM.
+  const Json published = Json::parse(R"([
+    {"label": "FlashAttention", "device": "A100", "source": "Table 21", "counterpart": "cpu.flash",
+     "quantity": "peak_memory", "unit": "MB",
+     "values": [{"where": {"seqlen": 512}, "value": 104}, {"where": {"seqlen": 1024}, "value": 209}]},
+    {"label": "PyTorch", "device": "A100", "source": "Table 21", "quantity": "peak_memory", "unit": "MB",
+     "values": [{"where": {"seqlen": 512}, "value": 336}, {"where": {"seqlen": 1024}, "value": "OOM"}]},
+    {"label": "FlashAttention", "device": "A100", "source": "Appendix E", "counterpart": "cpu.flash",
+     "quantity": "runtime", "unit": "ms", "values": [{"where": {"seqlen": 512, "direction": "fwd+bwd"}, "value": 0.95}]}])");
+  std::vector<Json> records;
+  for (int i = 0; i < 2; ++i) {
+    const Problem p = make_problem(16, 8, 512 << i, 64, Direction::fwd_bwd);
+    records.push_back(make_record(p, Outcome("cpu.flash").memory(i == 0 ? 208000000 : 209000000, 64000000).time(1.9e-3)));
+  }
+  Json document = make_document(std::move(records));
+  document["scenarios"] = Json::array({scenario_entry(published)});
+  const Table memory = build_table("memory", merged({{"results.json", document}}), {});
+  const std::string flash = "published_peak_memory/FlashAttention/sweep";
+  EXPECT_NEAR(number(memory, 0, 0, flash), 104e6 / (1 << 20), 1e-9);
+  EXPECT_EQ(memory.columns[column_index(memory, flash)].title, "FlashAttention (A100) peak MiB");
+  EXPECT_EQ(memory.columns[column_index(memory, flash)].reference["source"], "Table 21");
+  EXPECT_NEAR(number(memory, 0, 0, "published_ratio/FlashAttention/sweep"), 2.0, 1e-12) << "ours over published";
+  EXPECT_NEAR(number(memory, 0, 1, "published_ratio/FlashAttention/sweep"), 1.0, 1e-12);
+  EXPECT_EQ(cell(memory, 0, 1, "published_peak_memory/PyTorch/sweep").text, "OOM");
+  EXPECT_FALSE(has_column(memory, "published_ratio/PyTorch/sweep")) << "no counterpart, no ratio";
+  const Table seqlen = build_table("seqlen", merged({{"results.json", document}}), {});
+  EXPECT_NEAR(number(seqlen, 0, 0, "published_runtime/FlashAttention/sweep"), 0.95, 1e-12);
+  EXPECT_NEAR(number(seqlen, 0, 0, "published_ratio/FlashAttention/sweep"), 1.9 / 0.95, 1e-9);
+  EXPECT_EQ(cell(seqlen, 0, 1, "published_runtime/FlashAttention/sweep").kind, Cell::Kind::empty);
+  const Table fig2 = build_table("fig2", merged({{"results.json", document}}), {});
+  ASSERT_EQ(fig2.groups[0].rows.size(), 3u) << "ours, then FlashAttention and PyTorch as published";
+  EXPECT_EQ(fig2.groups[0].rows[1][0].text, "FlashAttention (A100), published");
+  EXPECT_NEAR(fig2.groups[0].rows[1][column_index(fig2, "runtime")].number, 0.95, 1e-12);
+  EXPECT_NEAR(number(fig2, 0, 0, "published_ratio"), 1.9 / 0.95, 1e-9);
+}
+
+TEST(ReportXAxis, ASweepOfBlockSizesIsOneTableOrderedByBlock) {
+  std::vector<Json> records;
+  for (const std::int64_t block : {256, 64, 128}) {
+    Problem p = make_problem(1, 4, 1024, 64);
+    p.tile.block_q = p.tile.block_k = block;
+    records.push_back(make_record(p, Outcome("cpu.flash").counted(4e9 / static_cast<double>(block), 1e6)));
+  }
+  const MergedResults results = one_file(std::move(records));
+  EXPECT_EQ(build_table("io", results, {}).groups.size(), 3u) << "by sequence length: one group per block size";
+  ReportOptions options;
+  options.x_axis = "block";
+  const Table table = build_table("io", results, options);
+  ASSERT_EQ(table.groups.size(), 1u);
+  EXPECT_EQ(table.metadata["x_axis"], "block");
+  EXPECT_EQ(table.columns[0].title, "block");
+  ASSERT_EQ(table.groups[0].rows.size(), 3u);
+  for (std::size_t row = 0; row < 3; ++row) EXPECT_EQ(number(table, 0, row, "x"), 64.0 * (1 << row));
+  EXPECT_GT(number(table, 0, 0, "counted"), number(table, 0, 2, "counted")) << "fewer bytes with larger blocks";
+  options.x_axis = "tile";
+  EXPECT_THROW(build_table("io", results, options), InputError);
+}
+
+TEST(ReportRoofline, IntensityAchievedRateAndTheHostsCeilings) {
+  // 1e9 FLOP... with counted bytes: intensity = FLOPs / bytes; ceilings 100 GFLOP/s and 10 GB/s (ridge 10).
+  const Problem p = make_problem(1, 4, 1024, 64);
+  const double flops = flop_count(p).total;
+  Json fast = make_record(p, Outcome("cpu.flash").time(flops / 20e9).counted(flops / 40, 0));       // intensity 40
+  Json slow = make_record(p, Outcome("cpu.standard").time(flops / 5e9).counted(flops / 2, 0));      // intensity 2
+  Json document = make_document({fast, slow});
+  const Table uncalibrated = build_table("roofline", merged({{"r.json", document}}), {});
+  EXPECT_EQ(cell(uncalibrated, 0, 0, "roof").kind, Cell::Kind::empty);
+  EXPECT_EQ(uncalibrated.metadata["ceilings"].size(), 0u);
+  document["host"]["calibration"] = Json{{"threads", 2},
+                                         {"gemm", {{"kernel", "test"}, {"m", 8}, {"n", 8}, {"k", 8}, {"flops_per_second", 100e9}}},
+                                         {"copy", {{"bytes", 1 << 24}, {"bytes_per_second", 10e9}}},
+                                         {"seconds", 0.1}};
+  const Table table = build_table("roofline", merged({{"r.json", document}}), {});
+  ASSERT_EQ(table.metadata["ceilings"].size(), 1u);
+  EXPECT_DOUBLE_EQ(table.metadata["ceilings"][0]["ridge_flop_per_byte"].get<double>(), 10.0);
+  EXPECT_NEAR(number(table, 0, 0, "intensity"), 40.0, 1e-9);
+  EXPECT_NEAR(number(table, 0, 0, "achieved"), 20.0, 1e-6);  // GFLOP/s
+  EXPECT_NEAR(number(table, 0, 0, "roof"), 100.0, 1e-6);
+  EXPECT_NEAR(number(table, 0, 0, "of_roof"), 0.2, 1e-9);
+  EXPECT_EQ(cell(table, 0, 0, "bound").text, "compute");
+  EXPECT_NEAR(number(table, 0, 1, "roof"), 20.0, 1e-6) << "2 FLOP/byte at 10 GB/s";
+  EXPECT_NEAR(number(table, 0, 1, "of_roof"), 0.25, 1e-9);
+  EXPECT_EQ(cell(table, 0, 1, "bound").text, "memory");
+}
+
+TEST(ReportGrouping, TitlesLeaveTheProblemsDefaultsToTheNotes) {
+  const Table table = build_table("seqlen", one_file({make_record(make_problem(1, 4, 128, 64), Outcome("cpu.flash"))}), {});
+  ASSERT_EQ(table.groups.size(), 1u);
+  EXPECT_EQ(table.groups[0].title, "scenario=sweep, heads=4, head_dim=64, dtype=fp16, direction=fwd, causal=false");
+  bool listed = false;
+  for (const std::string& note : table.notes) listed = listed || note.find("layout=bshd") != std::string::npos;
+  EXPECT_TRUE(listed) << "every field is still in a note";
+}
+
 TEST(ReportIo, CompulsoryCountedMeasuredAndTheRatio) {
   // B 1, H 1, N 128, d 16, fp16, forward: reads Q, K, V (3 x 128 x 16 x 2 bytes),
   // writes O (4096 bytes) and the fp32 LSE (512 bytes).
@@ -659,6 +789,17 @@ TEST(ReportRender, LatexUsesBooktabsAndEscapes) {
   // No special character left bare outside the commands we wrote.
   EXPECT_EQ(latex.find("Odd_"), std::string::npos);
   EXPECT_EQ(latex.find(" % "), std::string::npos);
+  EXPECT_EQ(latex.find("resizebox"), std::string::npos) << "two columns fit a page";
+}
+
+TEST(ReportRender, AWideLatexTableIsScaledToTheTextWidth) {
+  const Table table = build_table("seqlen", appendix_e(), {});
+  ASSERT_GT(table.columns.size(), 6u);
+  const std::string latex = render_latex(table);
+  EXPECT_EQ(count(latex, "\\resizebox{\\linewidth}{!}{%\n\\begin{tabular}"), table.groups.size()) << latex;
+  EXPECT_EQ(count(latex, "\\end{tabular}}\n\\end{table}"), table.groups.size()) << latex;
+  EXPECT_NE(latex.find("\\usepackage{graphicx}"), std::string::npos);
+  EXPECT_EQ(latex.find("layout=bshd"), latex.rfind("layout=bshd")) << "the defaults only in the note, not every caption";
 }
 
 TEST(ReportRender, JsonCarriesTypedCellsAndUnits) {

@@ -227,8 +227,8 @@ TEST(RunIdentity, EveryDifferenceIsNamedWithBothValues) {
   const std::string text = messages(run_identity_differences(identity(), now, "out.json"));
   for (const char* expected :
        {"out.json: tool.git_revision: the run was made by build \"abc1234\", this is build \"def5678\"",
-        "out.json: threads: the run used 2 threads, this one 1", "out.json: filter: the run used --filter none, this one \"causal\"",
-        "out.json: shard: the run was shard none", "source.defaults.head_dim (32 vs 64)", "measure.cache (\"cold\" vs \"hot\")",
+        "out.json: threads: the run used 2 threads, this one 1", "out.json: filter: the run used no --filter, this one --filter \"causal\": continue it with no --filter",
+        "out.json: shard: the run used no --shard, this one --shard 1/2: continue it with no --shard", "source.defaults.head_dim (32 vs 64)", "measure.cache (\"cold\" vs \"hot\")",
         "scenarios[\"tiny\"].implementations: the run used [\"cpu.flash\"], this one [\"cpu.standard\"]"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }

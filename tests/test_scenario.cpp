@@ -344,6 +344,28 @@ TEST(ScenarioErrors, ConflictsAndDuplicatesAreRefused) {
   EXPECT_TRUE(has_error(errors, "cases[2] x sweep{seqlen=16}", "same case as cases[1]")) << dump(errors);
 }
 
+TEST(ScenarioErrors, ASweepAxisThatRepeatsValuesIsReportedOnceNamingTheAxis) {
+  const auto errors = parse_errors(R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 8},
+    "sweep": {"seqlen": [16, 32], "causal": [false, true, false, true, false]}})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "sweep.causal", "repeats 3 values (first: [2] is false, as [0]); list each value once"))
+      << dump(errors);
+}
+
+TEST(ScenarioErrors, PublishedValuesMustSelectACaseAndNameKnownFields) {
+  const std::string head = R"({"name": "t", "description": "d",
+    "defaults": {"batch": 1, "heads": 2, "head_dim": 8}, "sweep": {"seqlen": [16, 32]},
+    "published": [{"label": "FlashAttention", "source": "paper", "quantity": "runtime", "unit": "ms", "values": )";
+  const auto errors = parse_errors(head + R"([{"where": {"seqlen": 16}, "value": 1.0},
+                                              {"where": {"seqlen": 64}, "value": 2.0}]}]})");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_TRUE(has_error(errors, "published[0].values[1].where", "selects no case of the scenario")) << dump(errors);
+  const auto misspelt = parse_errors(head + R"([{"where": {"seq_len": 16}, "value": 3.0}]}]})");
+  EXPECT_TRUE(has_error(misspelt, "published[0].values[0].where.seq_len", "(did you mean \"seqlen\"?)"))
+      << dump(misspelt);
+}
+
 TEST(ScenarioErrors, UnknownImplementationsListTheKnownOnes) {
   const auto errors = parse_errors(R"({"name": "t", "description": "d",
     "defaults": {"batch": 1, "heads": 2, "seqlen": 16, "head_dim": 8},

@@ -149,6 +149,29 @@ class TorchPeer(attnbench_testing.ScenarioTestCase):
         self.assertEqual([r["case_key"] for r in document["records"]], keys)
         self.assertEqual(document["scenarios"][0]["case_count"], len(SCENARIO["cases"]))
 
+    def test_the_output_is_written_as_attnbench_run_writes_it(self):
+        output = self.directory / "new" / "dir" / "torch.json"
+        run = self.run_peer(self.scenario, "-o", output)
+        self.assertEqual(run.returncode, 4, run.stderr)
+        umask = os.umask(0)
+        os.umask(umask)
+        self.assertEqual(output.stat().st_mode & 0o777, 0o644 & ~umask, "readable as attnbench's files are")
+        self.assertEqual(run.stdout, "")
+        self.assertIn("nothing can run here: PyTorch is not installed. Every record is skipped", run.stderr)
+        self.assertIn(f"records in {output})", run.stderr)
+
+        written = output.read_text()
+        again = self.run_peer(self.scenario, "-o", output)
+        self.assertEqual(again.returncode, 2, again.stderr)
+        self.assertIn("exists; --overwrite replaces it", again.stderr)
+        self.assertEqual(output.read_text(), written, "an existing file is kept")
+        self.assertEqual(self.run_peer(self.scenario, "-o", output, "--overwrite").returncode, 4)
+
+        (self.directory / "plain").write_text("a file")
+        under_a_file = self.run_peer(self.scenario, "-o", self.directory / "plain" / "torch.json")
+        self.assertEqual(under_a_file.returncode, 2, under_a_file.stderr)
+        self.assertIn("-o: cannot create or write into the directory", under_a_file.stderr)
+
     def test_bad_input_exits_2_and_writes_nothing(self):
         output = self.directory / "torch.json"
         typo = attnbench_testing.write_scenario(

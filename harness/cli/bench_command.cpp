@@ -7,13 +7,17 @@
 // document that goes through the same validation as a file and runs exactly as
 // `run` runs one, with all of `run`'s options; the results file records it as
 // the scenario's source.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/cli/commands.hpp"
 #include "harness/errors.hpp"
+#include "harness/message_text.hpp"
 #include "harness/scenario/scenario.hpp"
 
 namespace attnbench {
@@ -107,6 +111,30 @@ std::vector<Diagnostic> missing_shape(const BenchOptions& options) {
   return missing;
 }
 
+// Flags whose value is a JSON array (--window) given as a bare list: "32,0"
+// reads as a sweep of two numbers, so say which form works. The keys of those
+// flags, and a diagnostic for each.
+std::pair<std::set<std::string>, std::vector<Diagnostic>> arrays_given_as_lists(const BenchOptions& options) {
+  const Json& definitions = scenario_schema()["$defs"];
+  std::pair<std::set<std::string>, std::vector<Diagnostic>> found;
+  for (const ProblemFlag& flag : options.problem) {
+    if (flag.option->count() == 0 || flag.text.empty()) continue;
+    const Json type = definitions[flag.key].value("type", Json());
+    const bool takes_array = type == "array" || (type.is_array() && std::find(type.begin(), type.end(), "array") != type.end());
+    const std::vector<std::string> texts = split_values(flag.text);
+    const bool bare_list = texts.size() > 1 && std::none_of(texts.begin(), texts.end(), [](const std::string& text) {
+                             return value_of(text).is_array() || value_of(text).is_null();
+                           });
+    if (!takes_array || !bare_list) continue;
+    found.first.insert(flag.key);
+    found.second.push_back({"", flag.flag, "got " + quote(flag.text) + ", read as " + std::to_string(texts.size()) +
+                                               " separate values; one value is a JSON array: write " + flag.flag +
+                                               " '[" + flag.text + "]' (quoted for the shell), and several, to "
+                                               "sweep, as '[...],[...]'"});
+  }
+  return found;
+}
+
 // The flags as a scenario document: one value into "defaults", a list into "sweep".
 Json scenario_document(const BenchOptions& options) {
   Json defaults = Json::object(), sweep = Json::object();
@@ -152,11 +180,19 @@ Diagnostic as_flag_diagnostic(const Diagnostic& diagnostic) {
 Scenario build_scenario(const BenchOptions& options, const Json& document) {
   std::vector<Diagnostic> problems = missing_shape(options);
   const bool shape_missing = !problems.empty();
+  const auto [bare_lists, bare_list_problems] = arrays_given_as_lists(options);
+  problems.insert(problems.end(), bare_list_problems.begin(), bare_list_problems.end());
   std::vector<Diagnostic> diagnostics;
   Scenario scenario = parse_scenario(document.dump(), kCommandLineSource, diagnostics);
   for (const Diagnostic& diagnostic : diagnostics) {
-    // The validation's own "missing" repeats what missing_shape said.
+    // The validation's own "missing" repeats what missing_shape said, and its
+    // type errors of a bare list what arrays_given_as_lists said.
     if (shape_missing && diagnostic.message.rfind("missing \"", 0) == 0) continue;
+    const std::string& path = diagnostic.path;
+    const bool of_bare_list = std::any_of(bare_lists.begin(), bare_lists.end(), [&](const std::string& key) {
+      return path.rfind("sweep." + key, 0) == 0;
+    });
+    if (of_bare_list) continue;
     problems.push_back(as_flag_diagnostic(diagnostic));
   }
   if (!problems.empty()) throw InputError(problems);

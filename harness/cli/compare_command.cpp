@@ -3,12 +3,11 @@
 // checked, and every output rendered, before anything is written: bad input
 // (exit 2) and a refusal because the devices or the run settings differ (exit
 // 3) leave no file behind.
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 
 #include "harness/cli/commands.hpp"
@@ -16,6 +15,7 @@
 #include "harness/compare/outputs.hpp"
 #include "harness/errors.hpp"
 #include "harness/results/document.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 namespace {
@@ -25,6 +25,7 @@ using Json = nlohmann::ordered_json;
 
 struct CompareOptions {
   std::string base, next, config, markdown, junit, json;
+  bool allow_missing = false;
   // The tolerance flags: configuration key, the option (given or not), its value.
   struct Flag {
     std::string key;
@@ -43,8 +44,9 @@ Json command_line_flags(const CompareOptions& options) {
   return flags;
 }
 
-// --markdown, --junit and --json: "-" (stdout, for one of them) or a new or
-// existing file in a writable directory that is no input (nor the config).
+// --markdown, --junit and --json: "-" (stdout, for one of them) or a file, not
+// a directory, that is no input (nor the config). Its directory is made (or
+// found unwritable) once the comparison is rendered.
 void check_output_paths(const CompareOptions& options) {
   std::vector<Diagnostic> diagnostics;
   std::vector<std::pair<std::string, std::string>> outputs;  // flag, path
@@ -70,11 +72,8 @@ void check_output_paths(const CompareOptions& options) {
         diagnostics.push_back({"", flag, path + " is also given to " + outputs[j].first});
       }
     }
-    const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
     if (fs::is_directory(path, error)) {
       diagnostics.push_back({"", flag, path + " is a directory; give a file name"});
-    } else if (!fs::is_directory(parent, error) || access(parent.c_str(), W_OK) != 0) {
-      diagnostics.push_back({"", flag, "cannot write into \"" + parent.string() + "\" (missing or not writable)"});
     }
   }
   if (!diagnostics.empty()) throw InputError(diagnostics);
@@ -98,6 +97,7 @@ std::pair<Json, Json> load_both(const std::string& base, const std::string& next
 int command_compare(const CompareOptions& options) {
   CompareSettings settings = options.config.empty() ? CompareSettings{} : load_compare_config(options.config);
   apply_command_line_settings(settings, command_line_flags(options));
+  settings.allow_missing = options.allow_missing;
   check_output_paths(options);
   const auto [base, next] = load_both(options.base, options.next);
   const CompareReport report = compare_results(base, next, settings, options.base, options.next);
@@ -108,11 +108,14 @@ int command_compare(const CompareOptions& options) {
     std::fputs(render_compare_refusal(report).c_str(), terminal);
     return report.exit_code;
   }
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {options.markdown, options.markdown.empty() ? "" : render_compare_markdown(report)},
-      {options.junit, options.junit.empty() ? "" : render_compare_junit(report)},
-      {options.json, options.json.empty() ? "" : compare_report_json(report).dump(1) + "\n"}};
-  for (const auto& [path, text] : files) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> files = {
+      {"--markdown", options.markdown, options.markdown.empty() ? "" : render_compare_markdown(report)},
+      {"--junit", options.junit, options.junit.empty() ? "" : render_compare_junit(report)},
+      {"--json", options.json, options.json.empty() ? "" : compare_report_json(report).dump(1) + "\n"}};
+  for (const auto& [flag, path, text] : files) {
+    if (!path.empty() && path != "-") prepare_output_directory(path, flag);
+  }
+  for (const auto& [flag, path, text] : files) {
     if (path.empty()) continue;
     if (path == "-") std::fputs(text.c_str(), stdout);
     else write_file_atomically(path, text);
@@ -156,6 +159,9 @@ Subcommand add_compare_command(CLI::App& app) {
   add_setting("allow_different_devices", "--allow-different-devices", bool{}, "Compare even when the devices differ");
   add_setting("allow_different_settings", "--allow-different-settings", bool{},
               "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
+  command->add_flag("--allow-missing", options->allow_missing,
+                    "Judge what both files hold even when one is unfinished or cells that ran in BASE are missing "
+                    "from NEW (otherwise exit 3)");
   command->add_option("--markdown", options->markdown,
                       "Write a Markdown summary (for $GITHUB_STEP_SUMMARY); - for stdout")
       ->check(output_name_check());

@@ -3,8 +3,10 @@
 // input 2, an environment that cannot run the request 4. (A run interrupted by
 // SIGINT or SIGTERM ends from its signal watcher, harness/results/interruption.hpp,
 // with 128 + the signal once it has saved what it finished.)
+#include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,53 @@ void print_diagnostics(const std::vector<attnbench::Diagnostic>& diagnostics) {
   }
 }
 
+// The deepest subcommand given ("run"), or the app itself.
+const CLI::App* innermost_command(const CLI::App& app) {
+  const CLI::App* command = &app;
+  while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
+  return command;
+}
+
+// " (did you mean \"run\"?)", or "" when nothing is near enough.
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::optional<std::string> nearest = attnbench::closest_word(word, candidates);
+  return nearest ? " (did you mean " + attnbench::quote(*nearest) + "?)" : "";
+}
+
+// What a first user gets wrong, said plainly: an unknown command or flag named
+// with the nearest one. Empty when the error is another (CLI11's message then).
+std::vector<std::string> explain_parse_error(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> lines;
+  const CLI::App* command = innermost_command(app);
+  if (command == &app) {
+    std::vector<std::string> names;
+    for (const CLI::App* subcommand : app.get_subcommands({})) names.push_back(subcommand->get_name());
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+    if (argc < 2) {
+      lines.push_back("a command is required: " + list);
+    } else if (argv[1][0] == '-') {
+      lines.push_back("unknown flag " + attnbench::quote(argv[1]) + "; give a command first: " + list);
+    } else {
+      lines.push_back("unknown command " + attnbench::quote(argv[1]) + suggestion(argv[1], names) +
+                      "; the commands are " + list);
+    }
+    return lines;
+  }
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : command->get_options()) {
+    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) flags.push_back("-" + name);
+  }
+  for (const std::string& argument : command->remaining()) {
+    if (argument.size() < 2 || argument[0] != '-' || std::isdigit(static_cast<unsigned char>(argument[1]))) continue;
+    const std::string flag = argument.substr(0, argument.find('='));
+    lines.push_back("unknown flag " + attnbench::quote(flag) + " for " + command->get_name() +
+                    suggestion(flag, flags));
+  }
+  return lines;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,8 +115,12 @@ int main(int argc, char** argv) {
         command = command->get_subcommands().front();
         help += " " + command->get_name();
       }
-      std::fprintf(stderr, "attnbench: error: %s\nRun `%s --help` for more information.\n", error.what(),
-                   help.c_str());
+      std::vector<std::string> lines = explain_parse_error(app, argc, argv);
+      if (lines.empty()) lines.push_back(error.what());
+      for (const std::string& line : lines) {
+        std::fprintf(stderr, "attnbench: error: %s\n", escape_invalid_utf8(line).c_str());
+      }
+      std::fprintf(stderr, "Run `%s --help` for more information.\n", help.c_str());
       return kExitBadInput;
     }
     plugins.load_if_chosen();

@@ -57,13 +57,20 @@ void add_measurement_options(CLI::App& command, MeasurementOverrides& overrides)
       number_in(0, 1e6));
   add("--warmup-iterations", overrides.warmup_min_iterations,
       "Warm-up calls at least (measure.warmup_min_iterations)", number_in(0, 1e9));
-  CLI::Option* hot_flag = command.add_flag_callback(
-      "--hot", [&overrides] { overrides.cold_cache = false; }, "Hot cache: back-to-back samples (measure.cache)");
-  CLI::Option* cold_flag = command.add_flag_callback(
-      "--cold", [&overrides] { overrides.cold_cache = true; },
-      "Cold cache: flush the last-level cache before every sample (measure.cache)");
-  hot_flag->excludes(cold_flag)->group(group);
-  cold_flag->group(group);
+  // One or the other, checked here rather than with CLI11's excludes(), which
+  // prints "Excludes: --cold" into the flag's name column of --help.
+  const auto set_cache = [&overrides](bool cold) {
+    if (overrides.cold_cache && *overrides.cold_cache != cold) {
+      throw CLI::ValidationError("--hot and --cold", "give one of them, not both");
+    }
+    overrides.cold_cache = cold;
+  };
+  command.add_flag_callback("--hot", [set_cache] { set_cache(false); }, "Hot cache: back-to-back samples (measure.cache)")
+      ->group(group);
+  command
+      .add_flag_callback("--cold", [set_cache] { set_cache(true); },
+                         "Cold cache: flush the last-level cache before every sample (measure.cache)")
+      ->group(group);
 }
 
 }  // namespace attnbench

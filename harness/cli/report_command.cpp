@@ -11,6 +11,7 @@
 #include "harness/report/table_kinds.hpp"
 #include "harness/results/document.hpp"
 #include "harness/report/table.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 
@@ -21,6 +22,7 @@ Subcommand add_report_command(CLI::App& app) {
     std::string format = "md";
     ReportOptions report;
     std::string output;
+    bool with_oracle = false;
   };
   auto options = std::make_shared<Options>();
   std::vector<std::string> tables, formats;
@@ -38,6 +40,12 @@ Subcommand add_report_command(CLI::App& app) {
   command->add_option("--baseline", options->report.baseline,
                       "Implementation that speedups and memory reductions are relative to "
                       "(default: cuda.cublas, else cpu.standard)");
+  command->add_option("--x", options->report.x_axis,
+                      "What the rows are ordered by, and no longer grouped by: seqlen (default), batch, block "
+                      "(block_q and block_k together) or a problem field such as block_q, head_dim, dropout")
+      ->check(CLI::IsMember(x_axis_names()));
+  command->add_flag("--with-oracle", options->with_oracle,
+                    "Show the fp64 oracle (cpu.reference) too; it is left out otherwise");
   command->add_option("-o,--output", options->output, "Write the report here (default: standard output)")
       ->check(output_name_check());
   return {command, [options](const std::vector<std::string>&) {
@@ -46,13 +54,15 @@ Subcommand add_report_command(CLI::App& app) {
                 throw InputError("-o " + options->output + ": is one of the results files read; give another file");
               }
             }
-            const MergedResults results = load_merged_results(options->results);
+            const MergedResults results = load_merged_results(
+                options->results, options->with_oracle ? OracleRecords::keep : OracleRecords::leave_out);
             const Table table = build_table(options->table, results, options->report);
             const std::string text = find_table_format(options->format)->render(table);
             if (options->output.empty()) {
               std::fwrite(text.data(), 1, text.size(), stdout);
               return kExitSuccess;
             }
+            prepare_output_directory(options->output, "-o");
             try {
               write_file_atomically(options->output, text);
             } catch (const std::runtime_error& error) {

@@ -85,6 +85,12 @@ void add_run_options(CLI::App& command, RunCommandOptions& options) {
                    "Continue the run saved in -o FILE (same scenarios and settings), skipping finished records");
   command.add_flag("--overwrite", options.run.overwrite,
                    "Replace what -o FILE (and --dump DIR) already holds instead of refusing");
+  command.add_flag("--memory-only", options.run.memory_only,
+                   "No timing: each case's memory measured by one checked call, or planned from the arena plan "
+                   "where the device is absent or one call would take too long (memory.source)");
+  command.add_flag("--calibrate", options.run.calibrate,
+                   "Measure the host's fp32 GEMM rate and copy bandwidth (host.calibration, the roofline's CPU "
+                   "ceilings) even when the run has little host work");
   command.add_flag("--no-profile", options.no_profile,
                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
   command.add_flag("--profile-kernels", options.run.profile_kernels,

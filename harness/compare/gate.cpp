@@ -49,7 +49,7 @@ UnmatchedCell unmatched(const Json& record) {
 
 CompareInput describe_input(const Json& document, const std::string& path) {
   return {path, document["tool"]["git_revision"].get<std::string>(), document["started_at"].get<std::string>(),
-          document["records"].size()};
+          document["records"].size(), document["complete"].get<bool>()};
 }
 
 // Record positions by cell; a results file holds each cell once.
@@ -566,6 +566,13 @@ std::size_t CompareReport::count(CompareVerdict verdict) const {
       std::count_if(cells.begin(), cells.end(), [&](const CellComparison& cell) { return cell.verdict == verdict; }));
 }
 
+std::vector<std::string> CompareReport::unfinished() const {
+  std::vector<std::string> sides;
+  if (!base.complete) sides.push_back("BASE");
+  if (!next.complete) sides.push_back("NEW");
+  return sides;
+}
+
 bool CompareReport::measured_anything() const {
   for (const CellComparison& cell : cells) {
     for (const MetricComparison& entry : cell.metrics) {
@@ -588,11 +595,21 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
   std::vector<std::pair<const Json*, const Json*>> matched;
   for (const Json& record : base["records"]) {
     const auto found = new_records.find(key_of(record));
+    const bool ran = record["status"] == "ok";
     if (found == new_records.end()) {
       report.only_in_base.push_back(unmatched(record));
+      if (ran) {
+        const auto& [scenario, case_key, implementation] = key_of(record);
+        report.missing.push_back({scenario, case_key, implementation, "absent", ""});
+      }
       continue;
     }
     const Json& counterpart = next["records"][found->second];
+    if (ran && counterpart["status"] == "skipped") {
+      const auto& [scenario, case_key, implementation] = key_of(record);
+      report.missing.push_back({scenario, case_key, implementation, "skipped", counterpart["reason"]});
+      continue;
+    }
     matched.emplace_back(&record, &counterpart);
     device_kinds.insert(record["device"].get<std::string>());
     device_kinds.insert(counterpart["device"].get<std::string>());
@@ -650,7 +667,8 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
   }
   if (report.count(CompareVerdict::regression) > 0) {
     report.exit_code = kExitGateFailed;
-  } else if (report.count(CompareVerdict::inconclusive) > 0 || !report.measured_anything()) {
+  } else if ((report.incomplete() && !settings.allow_missing) || report.count(CompareVerdict::inconclusive) > 0 ||
+             !report.measured_anything()) {
     report.exit_code = kExitNotComparable;
   } else {
     report.exit_code = kExitSuccess;

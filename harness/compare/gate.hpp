@@ -4,6 +4,8 @@
 // measure settings, cache mode), and gives every matched cell a verdict
 // from its status, time (harness/compare/statistics.hpp, with Holm's correction over
 // all cells), HBM bytes, peak memory and accuracy, each with its own tolerance.
+// An unfinished file on either side, or a cell ok in BASE that NEW lacks, makes
+// the comparison incomplete: not a pass unless the user allows it.
 // docs/compare.md states every rule; harness/compare/outputs.hpp renders the result.
 #pragma once
 
@@ -49,6 +51,9 @@ struct CompareSettings {
   double alpha = 0.05;  // family-wise error rate of the time verdicts (Holm)
   bool allow_different_devices = false;
   bool allow_different_settings = false;
+  // Admit an unfinished file and cells missing from NEW (--allow-missing; a
+  // command-line flag only, so a configuration file cannot make a gate lenient).
+  bool allow_missing = false;
   std::vector<ToleranceOverride> overrides;  // later matches win
   std::string config_path;                   // empty without --config
 
@@ -108,6 +113,15 @@ struct UnmatchedCell {
   std::string status;  // of its record
 };
 
+// A cell that ran (status ok) in BASE and that NEW lacks: no record of it in
+// NEW ("absent": a case or implementation that vanished, or an unfinished run)
+// or a skipped one ("skipped", with NEW's reason). Not compared, never a pass.
+struct MissingCell {
+  std::string scenario, case_key, implementation;
+  std::string in_new;  // "absent" or "skipped"
+  std::string reason;  // NEW's reason when skipped
+};
+
 // A device identity field that differs: "cpu name: \"X\" (BASE) vs \"Y\" (NEW)".
 struct DeviceDifference {
   std::string kind, field, base, next;
@@ -127,6 +141,7 @@ struct CompareInput {
   std::string git_revision;  // of the attnbench that wrote it
   std::string started_at;
   std::size_t records = 0;
+  bool complete = true;  // false: a checkpoint of an interrupted or running run
 };
 
 struct CompareReport {
@@ -137,7 +152,14 @@ struct CompareReport {
   // Devices or settings differ and that was not allowed: nothing compared.
   bool refused = false;
   std::vector<CellComparison> cells;  // in BASE's record order
+  // Every record only in one file; those only in BASE with status ok are also
+  // in `missing`.
   std::vector<UnmatchedCell> only_in_base, only_in_new;
+  std::vector<MissingCell> missing;  // in BASE's record order
+  // The sides ("BASE", "NEW") whose file is unfinished (complete: false).
+  std::vector<std::string> unfinished() const;
+  // An unfinished file or a missing cell: not a pass unless allow_missing.
+  bool incomplete() const { return !missing.empty() || !unfinished().empty(); }
   std::size_t count(CompareVerdict verdict) const;
   // The geometric mean of NEW/BASE over the cells whose time ratio was
   // estimated (Google Benchmark's compare.py prints the same), and how many.
@@ -149,7 +171,9 @@ struct CompareReport {
   // Whether any cell had something measured on both sides (not every cell
   // skipped in both files): a gate that measured nothing cannot pass.
   bool measured_anything() const;
-  int exit_code = 0;  // docs/design.md §8: 0, 1 or 3
+  // docs/design.md §8: 1 on any regression; else 3 when incomplete (and not
+  // allowed), inconclusive, or nothing was compared; else 0.
+  int exit_code = 0;
 };
 
 // Compares two results documents (already schema-checked; paths name them).

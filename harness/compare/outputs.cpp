@@ -20,6 +20,18 @@ using Json = nlohmann::ordered_json;
 const CompareVerdict kBySeverity[] = {CompareVerdict::regression, CompareVerdict::inconclusive,
                                       CompareVerdict::improvement, CompareVerdict::pass};
 
+std::string capitalized(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+// A line of text wrapped at 80 columns, continuation lines indented.
+std::string wrapped(const std::string& text) {
+  std::string lines;
+  for (const std::string& line : wrap_words(text, 78, "")) lines += (lines.empty() ? "" : "  ") + line + "\n";
+  return lines;
+}
+
 std::string percent(double fraction) { return format_fixed(100.0 * fraction, fraction < 0.001 ? 2 : 1) + "%"; }
 
 // The time column: the estimate and interval, or why time was not judged.
@@ -67,13 +79,64 @@ std::string verdict_count(const CompareReport& report, CompareVerdict verdict) {
   return count_of(count, name, verdict == CompareVerdict::pass ? "passes" : "");
 }
 
+// Records only in BASE that are not missing cells (they did not run in BASE either).
+std::vector<const UnmatchedCell*> others_only_in_base(const CompareReport& report) {
+  std::vector<const UnmatchedCell*> cells;
+  for (const UnmatchedCell& cell : report.only_in_base) {
+    if (cell.status != "ok") cells.push_back(&cell);
+  }
+  return cells;
+}
+
+// "; 18 missing from NEW, 2 more only in BASE, 0 only in NEW", or without
+// missing cells "; 2 only in BASE, 0 only in NEW".
+std::string unmatched_counts_text(const CompareReport& report) {
+  const std::size_t others = others_only_in_base(report).size();
+  const std::string only_in_new = std::to_string(report.only_in_new.size()) + " only in NEW";
+  if (report.missing.empty()) return "; " + std::to_string(others) + " only in BASE, " + only_in_new;
+  return "; " + std::to_string(report.missing.size()) + " missing from NEW, " + std::to_string(others) +
+         " more only in BASE, " + only_in_new;
+}
+
 std::string counts_text(const CompareReport& report) {
   std::string text = count_of(report.cells.size(), "cell") + " compared: ";
   for (CompareVerdict verdict : kBySeverity) {
     text += verdict_count(report, verdict) + (verdict == CompareVerdict::pass ? "" : ", ");
   }
-  return text + "; " + std::to_string(report.only_in_base.size()) + " only in BASE, " +
-         std::to_string(report.only_in_new.size()) + " only in NEW";
+  return text + unmatched_counts_text(report);
+}
+
+// What makes the comparison incomplete, e.g. "NEW is an unfinished run and 18
+// cells that ran in BASE are missing from NEW (16 absent, 2 skipped)"; "" when
+// nothing does.
+std::string incompleteness_text(const CompareReport& report) {
+  std::vector<std::string> parts;
+  const std::vector<std::string> sides = report.unfinished();
+  if (!sides.empty()) {
+    parts.push_back(sides.size() == 2 ? "BASE and NEW are unfinished runs" : sides[0] + " is an unfinished run");
+  }
+  if (!report.missing.empty()) {
+    const auto absent = static_cast<std::size_t>(std::count_if(
+        report.missing.begin(), report.missing.end(), [](const MissingCell& cell) { return cell.in_new == "absent"; }));
+    parts.push_back(count_of(report.missing.size(), "cell") + " that ran in BASE " +
+                    (report.missing.size() == 1 ? "is" : "are") + " missing from NEW (" + std::to_string(absent) +
+                    " absent, " + std::to_string(report.missing.size() - absent) + " skipped)");
+  }
+  return parts.empty() ? "" : parts.size() == 1 ? parts[0] : parts[0] + " and " + parts[1];
+}
+
+std::string missing_line(const MissingCell& cell) {
+  return cell.scenario + "/" + cell.case_key + " " + cell.implementation + " (" +
+         (cell.in_new == "absent" ? std::string("absent") : "skipped: " + cell.reason) + ")";
+}
+
+// The path of each unfinished side, for advice: "NEW (new.json)".
+std::string unfinished_files_text(const CompareReport& report) {
+  std::string text;
+  for (const std::string& side : report.unfinished()) {
+    text += (text.empty() ? "" : " and ") + side + " (" + (side == "BASE" ? report.base.path : report.next.path) + ")";
+  }
+  return text;
 }
 
 // "-1.2% over 24 cells (NEW/BASE 0.988)", or "" when no time ratio was estimated.
@@ -94,11 +157,19 @@ std::string what_differs(const CompareReport& report) {
 
 std::string outcome_text(const CompareReport& report) {
   if (report.refused) return "not comparable: " + what_differs(report) + " (exit 3)";
-  if (report.exit_code == 1) return "regression (exit 1)";
-  if (report.cells.empty()) return "nothing compared: no cell is in both files (exit 3)";
-  if (!report.measured_anything()) return "nothing compared: every common cell was skipped in both files (exit 3)";
-  if (report.exit_code == 3) return "inconclusive (exit 3)";
-  return "pass (exit 0)";
+  const std::string incomplete = incompleteness_text(report);
+  const bool allowed = report.settings.allow_missing;
+  const std::string also = incomplete.empty() ? "" : "; " + incomplete + (allowed ? " (allowed by --allow-missing)" : "");
+  const std::string nothing = report.cells.empty()                ? "nothing compared: no cell is in both files"
+                              : !report.measured_anything() ? "nothing compared: every common cell was skipped in both files"
+                                                            : "";
+  if (report.exit_code == 1) return "regression (exit 1)" + also;
+  if (!incomplete.empty() && !allowed) {
+    return "not comparable: " + incomplete + (nothing.empty() ? "" : "; " + nothing) + " (exit 3)";
+  }
+  if (!nothing.empty()) return nothing + " (exit 3)" + also;
+  if (report.exit_code == 3) return "inconclusive (exit 3)" + also;
+  return "pass (exit 0)" + also;
 }
 
 std::string settings_text(const CompareReport& report) {
@@ -117,9 +188,10 @@ std::string settings_text(const CompareReport& report) {
 std::string cell_name(const std::string& scenario, const std::string& case_key) { return scenario + "/" + case_key; }
 
 // Unmatched cells with the side they are on ("BASE" or "NEW").
+// Cells only in BASE that are missing cells are listed as those instead.
 std::vector<std::pair<const char*, const UnmatchedCell*>> unmatched_cells(const CompareReport& report) {
   std::vector<std::pair<const char*, const UnmatchedCell*>> cells;
-  for (const UnmatchedCell& cell : report.only_in_base) cells.emplace_back("BASE", &cell);
+  for (const UnmatchedCell* cell : others_only_in_base(report)) cells.emplace_back("BASE", cell);
   for (const UnmatchedCell& cell : report.only_in_new) cells.emplace_back("NEW", &cell);
   return cells;
 }
@@ -140,16 +212,42 @@ std::vector<const CellComparison*> by_severity(const CompareReport& report) {
 
 // ---- terminal ----
 
+// The missing cells a terminal names; the Markdown names more, the JSON all.
+constexpr std::size_t kMissingCellsInTerminal = 10;
+constexpr std::size_t kMissingCellsInMarkdown = 100;
+
+// Why the comparison is incomplete and what to do, with the first `shown`
+// missing cells, for the terminal.
+std::string completeness_text(const CompareReport& report, std::size_t shown) {
+  std::string text;
+  if (!report.unfinished().empty()) {
+    text += wrapped(unfinished_files_text(report) +
+                    (report.unfinished().size() == 2 ? " are unfinished runs" : " is an unfinished run") +
+                    " (complete: false): interrupted, or still running; finish it with "
+                    "`attnbench run ... --resume -o FILE`.");
+  }
+  if (!report.missing.empty()) {
+    text += wrapped(capitalized(count_of(report.missing.size(), "cell")) + " that ran in BASE " +
+                    (report.missing.size() == 1 ? "is" : "are") + " missing from NEW:");
+    for (std::size_t i = 0; i < report.missing.size() && i < shown; ++i) {
+      text += "  " + missing_line(report.missing[i]) + "\n";
+    }
+    if (report.missing.size() > shown) {
+      text += "  and " + std::to_string(report.missing.size() - shown) + " more (--json FILE lists every one)\n";
+    }
+  }
+  text += wrapped(report.settings.allow_missing
+                      ? "Allowed by --allow-missing: only the cells in both files were judged."
+                      : "Not a pass: compare finished runs of the same cases, or pass --allow-missing to judge only "
+                        "the cells in both files.");
+  return text;
+}
+
 std::string padded(const std::string& text, std::size_t width) {
   return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
 }
 
 // ---- Markdown ----
-
-std::string capitalized(std::string text) {
-  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-  return text;
-}
 
 // Text in a table cell: Markdown punctuation and the cell separator escaped.
 std::string markdown_text(const std::string& text) {
@@ -250,7 +348,16 @@ Json tolerances_json(const Tolerances& tolerances) {
 
 Json input_json(const CompareInput& input) {
   return {{"path", escape_invalid_utf8(input.path)}, {"git_revision", input.git_revision}, {"started_at", input.started_at},
-          {"records", input.records}};
+          {"records", input.records}, {"complete", input.complete}};
+}
+
+Json missing_json(const std::vector<MissingCell>& cells) {
+  Json list = Json::array();
+  for (const MissingCell& cell : cells) {
+    list.push_back({{"scenario", cell.scenario}, {"case_key", cell.case_key}, {"implementation", cell.implementation},
+                    {"in_new", cell.in_new}, {"reason", cell.reason}});
+  }
+  return list;
 }
 
 }  // namespace
@@ -275,13 +382,6 @@ std::string render_compare_refusal(const CompareReport& report) {
               "Compare runs made with the same --threads and measurement settings, or pass "
               "--allow-different-settings to compare anyway (exit 3).");
   return text;
-}
-
-// A line of text wrapped at 80 columns, continuation lines indented.
-std::string wrapped(const std::string& text) {
-  std::string lines;
-  for (const std::string& line : wrap_words(text, 78, "")) lines += (lines.empty() ? "" : "  ") + line + "\n";
-  return lines;
 }
 
 std::string render_compare_terminal(const CompareReport& report) {
@@ -316,11 +416,12 @@ std::string render_compare_terminal(const CompareReport& report) {
     if (const std::string changes = changes_text(*cell, "\n  "); !changes.empty()) out << "  " << changes << "\n";
   }
   for (const auto& [side, cell] : unmatched_cells(report)) out << unmatched_line(side, *cell) << "\n";
+  if (report.incomplete()) out << "\n" << completeness_text(report, kMissingCellsInTerminal);
   out << "\n" << wrapped(counts_text(report));
   if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
     out << geometric_mean << "\n";
   }
-  out << "result: " << outcome_text(report) << "\n";
+  out << wrapped("result: " + outcome_text(report));
   return out.str();
 }
 
@@ -330,8 +431,7 @@ std::string render_compare_markdown(const CompareReport& report) {
       << "**" << verdict_count(report, CompareVerdict::regression) << "**, "
       << verdict_count(report, CompareVerdict::inconclusive) << ", "
       << verdict_count(report, CompareVerdict::improvement) << ", " << verdict_count(report, CompareVerdict::pass)
-      << " (" << count_of(report.cells.size(), "cell") << " compared; " << report.only_in_base.size() << " only in BASE, " << report.only_in_new.size()
-      << " only in NEW)\n\n"
+      << " (" << count_of(report.cells.size(), "cell") << " compared" << unmatched_counts_text(report) << ")\n\n"
       << "BASE " << markdown_code(report.base.path) << " (git " << markdown_code(report.base.git_revision) << "), NEW "
       << markdown_code(report.next.path) << " (git " << markdown_code(report.next.git_revision) << "). "
       << markdown_text(capitalized(settings_text(report))) << ".\n";
@@ -343,6 +443,27 @@ std::string render_compare_markdown(const CompareReport& report) {
   }
   for (const SettingDifference& difference : report.setting_differences) {
     out << "\nRun settings differ (allowed): " << markdown_text(difference.format()) << "\n";
+  }
+  if (report.incomplete()) {
+    out << "\n### " << (report.settings.allow_missing ? "Incomplete (allowed by --allow-missing)" : "Not comparable: incomplete")
+        << "\n\n" << markdown_text(capitalized(incompleteness_text(report))) << ".";
+    if (!report.unfinished().empty()) {
+      out << " Unfinished (complete: false): " << markdown_text(unfinished_files_text(report)) << ".";
+    }
+    out << "\n";
+    if (!report.missing.empty()) {
+      out << "\n| cell | implementation | in NEW |\n|---|---|---|\n";
+      for (std::size_t i = 0; i < report.missing.size() && i < kMissingCellsInMarkdown; ++i) {
+        const MissingCell& cell = report.missing[i];
+        out << "| " << markdown_code(cell_name(cell.scenario, cell.case_key)) << " | "
+            << markdown_code(cell.implementation) << " | "
+            << markdown_text(cell.in_new == "absent" ? "absent" : "skipped: " + cell.reason) << " |\n";
+      }
+      if (report.missing.size() > kMissingCellsInMarkdown) {
+        out << "\nAnd " << report.missing.size() - kMissingCellsInMarkdown
+            << " more; the JSON output lists every one.\n";
+      }
+    }
   }
   const std::vector<const CellComparison*> cells = by_severity(report);
   const auto table = [&](const std::string& title, bool regressions) {
@@ -375,10 +496,16 @@ std::string render_compare_markdown(const CompareReport& report) {
 }
 
 std::string render_compare_junit(const CompareReport& report) {
+  // An unfinished file and each missing cell are test cases too: errors, or
+  // skipped when --allow-missing admits them.
+  const bool allowed = report.settings.allow_missing;
+  const std::size_t incomplete_cases = report.unfinished().size() + report.missing.size();
   const std::size_t failures = report.count(CompareVerdict::regression);
-  const std::size_t skipped = report.count(CompareVerdict::inconclusive);
-  const std::string counts = "tests=\"" + std::to_string(report.cells.size()) + "\" failures=\"" +
-                             std::to_string(failures) + "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\"";
+  const std::size_t errors = allowed ? 0 : incomplete_cases;
+  const std::size_t skipped = report.count(CompareVerdict::inconclusive) + (allowed ? incomplete_cases : 0);
+  const std::string counts = "tests=\"" + std::to_string(report.cells.size() + incomplete_cases) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) + "\" skipped=\"" +
+                             std::to_string(skipped) + "\"";
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<testsuites name=\"attnbench compare\" " << counts << ">\n"
@@ -401,6 +528,22 @@ std::string render_compare_junit(const CompareReport& report) {
     std::string all;
     for (const MetricComparison& metric : cell.metrics) all += metric.summary + "\n";
     out << "      <system-out>" << xml_text(all) << "</system-out>\n    </testcase>\n";
+  }
+  const auto incomplete_case = [&](const std::string& classname, const std::string& name, const std::string& type,
+                                   const std::string& message) {
+    out << "    <testcase classname=\"" << xml_attribute(classname) << "\" name=\"" << xml_attribute(name) << "\">\n";
+    if (allowed) out << "      <skipped message=\"" << xml_attribute(message + " (allowed by --allow-missing)") << "\"/>\n";
+    else out << "      <error type=\"" << type << "\" message=\"" << xml_attribute(message) << "\"/>\n";
+    out << "    </testcase>\n";
+  };
+  for (const std::string& side : report.unfinished()) {
+    const std::string& path = side == "BASE" ? report.base.path : report.next.path;
+    incomplete_case("attnbench.inputs", side, "unfinished", path + " is an unfinished run (complete: false)");
+  }
+  for (const MissingCell& cell : report.missing) {
+    incomplete_case(cell.scenario + "." + cell.implementation, cell.case_key, "missing",
+                    cell.in_new == "absent" ? "absent from NEW; it ran in BASE"
+                                            : "skipped in NEW (" + cell.reason + "); it ran in BASE");
   }
   std::string unmatched;
   for (const auto& [side, cell] : unmatched_cells(report)) unmatched += unmatched_line(side, *cell) + "\n";
@@ -453,6 +596,8 @@ Json compare_report_json(const CompareReport& report) {
       time_summary.geometric_mean_ratio ? Json(*time_summary.geometric_mean_ratio) : Json(nullptr);
   summary["only_in_base"] = report.only_in_base.size();
   summary["only_in_new"] = report.only_in_new.size();
+  summary["missing"] = report.missing.size();
+  summary["unfinished"] = report.unfinished();
   summary["outcome"] = outcome_text(report);
   return {{"schema", kCompareSchemaId},
           {"tool", {{"name", "attnbench"}, {"version", tool_version()}, {"git_revision", git_revision()}}},
@@ -461,6 +606,7 @@ Json compare_report_json(const CompareReport& report) {
                         {"alpha", settings.alpha},
                         {"allow_different_devices", settings.allow_different_devices},
                         {"allow_different_settings", settings.allow_different_settings},
+                        {"allow_missing", settings.allow_missing},
                         {"minimum_time_samples", kMinimumTimeSamples},
                         {"exact_test_max_pairs", MannWhitneyNull::kExactPairsLimit},
                         {"config", settings.config_path.empty() ? Json(nullptr) : Json(escape_invalid_utf8(settings.config_path))},
@@ -470,6 +616,7 @@ Json compare_report_json(const CompareReport& report) {
           {"cells", cells},
           {"unmatched", {{"only_in_base", unmatched_json(report.only_in_base)},
                          {"only_in_new", unmatched_json(report.only_in_new)}}},
+          {"missing", missing_json(report.missing)},
           {"summary", summary},
           {"exit_code", report.exit_code}};
 }

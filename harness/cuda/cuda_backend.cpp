@@ -15,6 +15,7 @@
 #include "harness/cuda/cuda_check.hpp"
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
+#include "harness/cuda/nvidia_driver.hpp"
 #include "harness/cuda/nvml_clocks.hpp"
 #include "harness/cuda/stream_capture.hpp"
 #include "harness/errors.hpp"
@@ -62,8 +63,7 @@ class CudaBackend final : public Backend {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
-      unavailable_ = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorName(status) + ", " +
-                     cudaGetErrorString(status) + ")";
+      unavailable_ = cuda_unavailable_reason(cudaGetErrorName(status), cudaGetErrorString(status), probe_nvidia_driver());
       (void)cudaGetLastError();
       return;
     }

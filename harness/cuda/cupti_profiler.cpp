@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "harness/cuda/nvidia_driver.hpp"
 #include "harness/cuda/nvml_clocks.hpp"
 #include "harness/errors.hpp"
 
@@ -188,8 +189,8 @@ class CuptiProfiler final : public DeviceProfiler {
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess || count <= ordinal_) {
       (void)cudaGetLastError();
-      return unavailable(status != cudaSuccess ? std::string("no usable CUDA device (cudaGetDeviceCount: ") +
-                                                     cudaGetErrorName(status) + ")"
+      return unavailable(status != cudaSuccess ? cuda_unavailable_reason(cudaGetErrorName(status),
+                                                                         cudaGetErrorString(status), probe_nvidia_driver())
                                                : "no usable CUDA device (" + std::to_string(count) +
                                                      " found; device " + std::to_string(ordinal_) + " asked for)");
     }

@@ -9,6 +9,9 @@
 // call's own team, whatever the wait policy.
 #pragma once
 
+#include <functional>
+#include <thread>
+
 namespace attnbench {
 
 // Ends the OpenMP runtime's idle worker threads (omp_pause_resource_all, in
@@ -18,5 +21,11 @@ void release_idle_openmp_threads();
 
 // The OS threads of this process now (/proc/self/task); 0 where not known.
 int process_thread_count();
+
+// A thread running `function`, named `name` (at most 15 characters) from its
+// first instant: a new thread inherits its creator's name, so the creator
+// takes the name while it creates it. Tools and tests that count OpenMP
+// workers tell the harness's own sleeping threads apart by their names.
+std::thread start_named_thread(const char* name, std::function<void()> function);
 
 }  // namespace attnbench

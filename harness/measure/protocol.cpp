@@ -40,7 +40,8 @@ MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario
 
 Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
                     const std::function<void()>& before_sample, const std::function<void()>& call,
-                    const std::function<void(const char*)>& phase) {
+                    const std::function<void(const char*)>& phase,
+                    const std::function<void(int warmup_calls, int samples)>& call_done) {
   Measurement result;
   if (phase) phase("warm-up");
 
@@ -50,6 +51,7 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
     before_sample();
     call();
     ++result.warmup_iterations;
+    if (call_done) call_done(result.warmup_iterations, 0);
   }
   result.warmup_seconds = seconds_since(warmup_start);
   if (phase) phase("timing");
@@ -63,6 +65,7 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
     call();
     const double elapsed = timer.stop();
     result.samples_seconds.push_back(elapsed);
+    if (call_done) call_done(result.warmup_iterations, static_cast<int>(result.samples_seconds.size()));
     median_interval.add(elapsed);
     sampled_seconds += elapsed;
 

@@ -50,9 +50,12 @@ struct Measurement {
 
 // Runs `call` under `timer`. `before_sample` runs before every warm-up call and
 // sample, outside the timed region (cache flush, output reset). `phase`, when
-// given, is told "warm-up" and then "timing" as the protocol enters them.
+// given, is told "warm-up" and then "timing" as the protocol enters them;
+// `call_done`, when given, is told after every call (outside the timed region)
+// how many warm-up calls and samples are done, for a progress display.
 Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
                     const std::function<void()>& before_sample, const std::function<void()>& call,
-                    const std::function<void(const char*)>& phase = {});
+                    const std::function<void(const char*)>& phase = {},
+                    const std::function<void(int warmup_calls, int samples)>& call_done = {});
 
 }  // namespace attnbench

@@ -33,7 +33,7 @@ AttentionBuffers HostOutputs::buffers() const {
 
 namespace {
 
-MemoryPlan plan_memory(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
+MemoryPlan plan_memory_with(const Problem& p, const Implementation& implementation, const ExecutionContext& context) {
   const bool backward = has_backward(p.direction);
   const ElementType in = element_type(p.dtype);
   const ElementType out = implementation.output_type(p);
@@ -56,6 +56,12 @@ HostTensor copy_to_host(Backend& backend, const TensorBuffer& device) {
 
 }  // namespace
 
+MemoryPlan plan_memory(const Implementation& implementation, const Problem& problem, int threads) {
+  Problem resolved = problem;
+  resolve_lengths(resolved);
+  return plan_memory_with(resolved, implementation, ExecutionContext{threads, nullptr});
+}
+
 Preflight preflight(const Implementation& implementation, const Problem& p, int threads, bool host_inputs_ready) {
   Preflight result;
   const Verdict available = implementation.availability();
@@ -74,7 +80,7 @@ Preflight preflight(const Implementation& implementation, const Problem& p, int 
     return result;
   }
   const ExecutionContext context{threads, nullptr};
-  result.memory = plan_memory(p, implementation, context);
+  result.memory = plan_memory_with(p, implementation, context);
   const MemoryPlan& memory = result.memory;
   // The arena, plus host copies of the outputs (in the same memory when the device's is the host's).
   const std::uint64_t need = memory.total() + (result.backend->uses_host_memory() ? memory.outputs : 0);
@@ -204,7 +210,7 @@ void ImplementationSession::before_sample(bool cold_cache) {
 
 void ImplementationSession::prepare_for_timing() { release_idle_openmp_threads(); }
 
-Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings) {
+MeasureSettings ImplementationSession::timing_settings(const MeasureSettings& scenario_settings) const {
   // A simulator's time says nothing about a GPU's: one sample, no warm-up,
   // whatever the scenario asks (the record's timing says it is simulated).
   MeasureSettings settings = scenario_settings;
@@ -214,6 +220,12 @@ Measurement ImplementationSession::measure(const MeasureSettings& scenario_setti
     settings.min_samples = settings.max_samples = 1;
     settings.min_seconds = 0;
   }
+  return settings;
+}
+
+Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings,
+                                           const std::function<void(int, int)>& call_done) {
+  const MeasureSettings settings = timing_settings(scenario_settings);
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
   prepare_for_timing();
   std::optional<TraceRange> phase_range;
@@ -222,7 +234,7 @@ Measurement ImplementationSession::measure(const MeasureSettings& scenario_setti
     phase_range.emplace(name);
   };
   Measurement measurement = attnbench::measure(
-      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase);
+      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase, call_done);
   release_idle_openmp_threads();
   return measurement;
 }

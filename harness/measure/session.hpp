@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ struct MemoryPlan {
   std::size_t inputs = 0, outputs = 0, workspace = 0;
   std::size_t total() const { return inputs + outputs + workspace; }
 };
+
+// The arena an implementation would take for `problem` with `threads` host
+// threads: host logic for every implementation, its device here or not.
+MemoryPlan plan_memory(const Implementation& implementation, const Problem& problem, int threads);
 
 // What the pre-flight of one (case, implementation) found: the backend and the
 // memory plan, or why the implementation cannot run the case here. `attnbench
@@ -104,7 +109,12 @@ class ImplementationSession {
   // runs while samples are timed; measure() calls it before it warms up and
   // after its last sample.
   void prepare_for_timing();
-  Measurement measure(const MeasureSettings& settings);
+  // The settings measure() applies: the scenario's, but one sample without
+  // warm-up on a simulator.
+  MeasureSettings timing_settings(const MeasureSettings& scenario_settings) const;
+  // `call_done` as attnbench::measure (harness/measure/protocol.hpp) takes it.
+  Measurement measure(const MeasureSettings& settings,
+                      const std::function<void(int warmup_calls, int samples)>& call_done = {});
   // The profiling pass: one sample call inside a profiling range of `profiler`,
   // the L2 flushed (and finished) before the range opens; the device's clocks
   // are read right after.

@@ -28,8 +28,8 @@ std::string cell_text(const Column& column, const Cell& cell) {
   if (column.type == Column::Type::integer) return std::to_string(std::llround(v));
   // A small value would show fewer than two significant digits (0.00, 0.01): scientific instead.
   const bool too_small = v != 0 && std::abs(v) < std::pow(10.0, 1 - column.decimals);
-  if (column.scientific || too_small) return format_scientific(v, 2);
-  return format_fixed(v, column.decimals);
+  const std::string number = column.scientific || too_small ? format_scientific(v, 2) : format_fixed(v, column.decimals);
+  return number + (cell.planned ? " p" : "");
 }
 
 namespace {
@@ -155,6 +155,7 @@ Json json_cell(const Column& column, const Cell& cell) {
   }
   if (!std::isfinite(cell.number)) return nullptr;
   const Json value = column.type == Column::Type::integer ? Json(std::llround(cell.number)) : Json(cell.number);
+  if (cell.planned) return Json{{"value", value}, {"source", "planned"}};
   if (cell.text.empty()) return value;
   return Json{{"value", value}, {"label", cell.text}};
 }
@@ -168,6 +169,7 @@ Json json_column(const Column& column) {
            {"quantity", column.quantity}};
   if (!column.implementation.empty()) out["implementation"] = column.implementation;
   if (!column.tensor.empty()) out["tensor"] = column.tensor;
+  if (!column.reference.is_null()) out["reference"] = column.reference;
   return out;
 }
 
@@ -201,7 +203,12 @@ std::string render_csv(const Table& table) {
 }
 
 std::string render_latex(const Table& table) {
-  std::string out = "% attnbench report (" + table.kind + "); needs \\usepackage{booktabs}\n";
+  // A table wider than a page's text (more than kLatexColumnsThatFit columns)
+  // is scaled down to the text width.
+  constexpr std::size_t kLatexColumnsThatFit = 6;
+  const bool scaled = table.columns.size() > kLatexColumnsThatFit;
+  std::string out = "% attnbench report (" + table.kind + "); needs \\usepackage{booktabs}" +
+                    (scaled ? std::string(" and \\usepackage{graphicx}") : "") + "\n";
   std::string alignment;
   std::vector<std::string> header;
   for (const Column& column : table.columns) {
@@ -211,6 +218,7 @@ std::string render_latex(const Table& table) {
   for (const TableGroup& group : table.groups) {
     const std::string caption = table.title + (group.title.empty() ? "" : ": " + group.title);
     out += "\\begin{table}[htbp]\n\\centering\n\\caption{" + latex_escape(caption) + "}\n";
+    if (scaled) out += "\\resizebox{\\linewidth}{!}{%\n";
     out += "\\begin{tabular}{" + alignment + "}\n\\toprule\n" + latex_row(header) + "\\midrule\n";
     for (const auto& row : group.rows) {
       std::vector<std::string> cells;
@@ -219,7 +227,7 @@ std::string render_latex(const Table& table) {
       }
       out += latex_row(cells);
     }
-    out += "\\bottomrule\n\\end{tabular}\n\\end{table}\n";
+    out += "\\bottomrule\n\\end{tabular}" + std::string(scaled ? "}" : "") + "\n\\end{table}\n";
   }
   if (!table.notes.empty()) {
     out += "\\begin{flushleft}\\footnotesize\n";

@@ -23,6 +23,8 @@ struct Column {
   std::string quantity;        // what the numbers are: "runtime", "tflops", "speedup", ...
   std::string implementation;  // the implementation the column belongs to, if any
   std::string tensor;          // the output tensor (accuracy columns), if any
+  // A published series' column: {"label", "device", "source", "counterpart"}; null otherwise.
+  nlohmann::ordered_json reference;
   int decimals = 2;            // digits after the point in text formats
   bool scientific = false;     // text formats print 1.23e-04 instead
 
@@ -57,12 +59,16 @@ struct Cell {
   std::string text;    // kind text: the text; kind number: an optional display label; kind marker: the marker
   std::string status;  // kind marker: the record's status ("skipped", "failed")
   std::string reason;  // kind marker: why there is no number
+  bool planned = false;  // kind number: from an arena plan, not a call that ran (run --memory-only)
 
   static Cell empty() { return {}; }
-  static Cell value(double number, std::string label = "") { return {Kind::number, number, std::move(label), "", ""}; }
-  static Cell label(std::string text) { return {Kind::text, 0, std::move(text), "", ""}; }
+  static Cell value(double number, std::string label = "") {
+    return {Kind::number, number, std::move(label), "", "", false};
+  }
+  static Cell planned_value(double number) { return {Kind::number, number, "", "", "", true}; }
+  static Cell label(std::string text) { return {Kind::text, 0, std::move(text), "", "", false}; }
   static Cell marker(std::string marker, std::string status, std::string reason) {
-    return {Kind::marker, 0, std::move(marker), std::move(status), std::move(reason)};
+    return {Kind::marker, 0, std::move(marker), std::move(status), std::move(reason), false};
   }
 };
 
@@ -84,8 +90,8 @@ struct Table {
 };
 
 // The text a text format prints for a cell: numbers with the column's decimals
-// (scientific where that would show fewer than two significant digits), markers
-// as themselves, empty cells as "-".
+// (scientific where that would show fewer than two significant digits) and a
+// planned one followed by " p", markers as themselves, empty cells as "-".
 std::string cell_text(const Column& column, const Cell& cell);
 
 inline constexpr const char* kReportSchemaId = "attnbench.report/1";

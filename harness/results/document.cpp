@@ -204,6 +204,8 @@ void ResultsDocument::set_shard(const std::optional<Shard>& shard) {
 
 void ResultsDocument::set_threads_source(const std::string& source) { document_["threads_source"] = source; }
 
+void ResultsDocument::set_host_calibration(const Json& calibration) { document_["host"]["calibration"] = calibration; }
+
 void ResultsDocument::set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads) {
   if (!document_.contains("load_average")) {
     document_["load_average"] = Json{{"run_start", nullptr}, {"run_end", nullptr}};

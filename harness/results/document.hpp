@@ -77,6 +77,9 @@ class ResultsDocument {
   // Where the thread count came from: "command_line" (--threads) or
   // "available_cpus" (host.available_cpus, the default).
   void set_threads_source(const std::string& source);
+  // host.calibration: HostCalibration::to_json() (harness/measure/calibration.hpp),
+  // or null when the run did not calibrate.
+  void set_host_calibration(const nlohmann::ordered_json& calibration);
   // load_average[`when`] ("run_start", "run_end"): the 1-, 5- and 15-minute
   // load averages, null where the OS does not say.
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "harness/errors.hpp"
+#include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
 
@@ -42,8 +43,7 @@ InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(
   if (pipe2(signal_pipe, O_CLOEXEC) != 0) {
     throw std::runtime_error(std::string("cannot watch for signals: ") + std::strerror(errno));
   }
-  watcher_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "signal-watcher");  // how tools and tests tell it apart
+  watcher_ = start_named_thread("signal-watcher", [this] {  // how tools and tests tell it apart
     unsigned char number = kStopWatcher;
     while (read(signal_pipe[0], &number, 1) < 0 && errno == EINTR) {
     }

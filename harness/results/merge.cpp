@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "harness/results/file_lock.hpp"
+#include "harness/user_paths.hpp"
 #include "harness/message_text.hpp"
 #include "harness/format.hpp"
 #include "harness/results/document.hpp"
@@ -472,6 +473,7 @@ int merge_files(const MergeRequest& request) {
     }
   }
   if (!problems.empty()) throw InputError(problems);
+  prepare_output_directory(output, "-o");  // the lock file goes there first
   const FileLock lock(output, "-o " + output);
   remove_stale_temporaries(output);
   if (!request.overwrite) check_replaceable(output);

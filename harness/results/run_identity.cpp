@@ -142,7 +142,6 @@ std::vector<std::string> plugin_build_differences(const Json& a, const Json& b) 
 
 std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& current, const std::string& file) {
   std::vector<Diagnostic> problems;
-  const auto option = [](const Json& value) { return value.is_null() ? std::string("none") : shown(value); };
   if (saved["git_revision"] != current["git_revision"]) {
     problems.push_back({file, "tool.git_revision",
                         "the run was made by build " + shown(saved["git_revision"]) + ", this is build " +
@@ -171,12 +170,17 @@ std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& 
                                              shown(saved["threads"])});
   }
   if (saved["filter"] != current["filter"]) {
-    problems.push_back({file, "filter", "the run used --filter " + option(saved["filter"]) + ", this one " +
-                                            option(current["filter"])});
+    const auto used = [](const Json& filter) { return filter.is_null() ? "no --filter" : "--filter " + shown(filter); };
+    problems.push_back({file, "filter", "the run used " + used(saved["filter"]) + ", this one " +
+                                            used(current["filter"]) + ": continue it with " + used(saved["filter"])});
   }
   if (saved["shard"] != current["shard"]) {
-    problems.push_back({file, "shard", "the run was shard " + option(saved["shard"]) + ", this one " +
-                                           option(current["shard"]) + ": give the same --shard"});
+    const auto used = [](const Json& shard) {
+      return shard.is_null() ? std::string("no --shard")
+                             : "--shard " + shard["index"].dump() + "/" + shard["count"].dump();
+    };
+    problems.push_back({file, "shard", "the run used " + used(saved["shard"]) + ", this one " +
+                                           used(current["shard"]) + ": continue it with " + used(saved["shard"])});
   }
   std::set<std::string> saved_names, current_names;
   for (const Json& scenario : saved["scenarios"]) saved_names.insert(scenario["name"].get<std::string>());

@@ -3,8 +3,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+
+#include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
 
@@ -29,8 +31,51 @@ std::size_t terminal_columns() {
   return 80;
 }
 
-Progress::Progress(std::size_t total_cases, bool interactive, std::size_t columns)
-    : total_(total_cases), interactive_(interactive), columns_(columns), start_(std::chrono::steady_clock::now()) {}
+std::string format_clock(double seconds) {
+  const long total = seconds > 0 ? static_cast<long>(seconds) : 0;
+  char buffer[32];
+  if (total >= 3600) {
+    std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%ld:%02ld", total / 60, total % 60);
+  }
+  return buffer;
+}
+
+Progress::Progress(std::size_t total_cases, bool interactive, std::size_t columns, ProgressTiming timing,
+                   std::FILE* out)
+    : total_(total_cases),
+      interactive_(interactive),
+      columns_(columns),
+      timing_(timing),
+      out_(out),
+      start_(Clock::now()),
+      implementation_start_(start_),
+      last_line_(start_),
+      ticker_(start_named_thread("progress", [this] { tick(); })) {}
+
+Progress::~Progress() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  ticker_.join();
+}
+
+void Progress::tick() {
+  const double period = interactive_ ? timing_.redraw_seconds : std::min(timing_.redraw_seconds, timing_.heartbeat_seconds);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::duration<double>(period));
+    if (stopping_ || implementation_.empty()) continue;
+    if (interactive_) {
+      draw_live_locked();
+    } else if (std::chrono::duration<double>(Clock::now() - last_line_).count() >= timing_.heartbeat_seconds) {
+      print_status_locked();
+    }
+  }
+}
 
 std::string Progress::counter() const {
   return "[" + std::to_string(current_) + "/" + std::to_string(total_) + "] ";
@@ -38,40 +83,77 @@ std::string Progress::counter() const {
 
 std::string Progress::eta() const {
   if (done_ == 0) return "ETA --";
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const auto remaining = static_cast<long>(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "ETA %ld:%02ld", remaining / 60, remaining % 60);
-  return buffer;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  return "ETA " + format_clock(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
 }
 
-void Progress::draw_live(const std::string& tail) {
-  std::fprintf(stderr, "\r\033[K%s", fit_progress_line(counter(), label_, tail, columns_).c_str());
-  std::fflush(stderr);
+std::string Progress::activity() const {
+  const double elapsed = std::chrono::duration<double>(Clock::now() - implementation_start_).count();
+  return implementation_ + (phase_.empty() ? "" : ": " + phase_) + ", " + format_clock(elapsed);
+}
+
+void Progress::draw_live_locked() {
+  const std::string tail = implementation_.empty() ? "  " + eta() : "  " + activity() + "  " + eta();
+  std::fprintf(out_, "\r\033[K%s", fit_progress_line(counter(), label_, tail, columns_).c_str());
+  std::fflush(out_);
+}
+
+void Progress::print_status_locked() {
+  std::fprintf(out_, "%s%s  %s elapsed\n", counter().c_str(), label_.c_str(), activity().c_str());
+  std::fflush(out_);
+  last_line_ = Clock::now();
 }
 
 void Progress::start_case(std::size_t number, const std::string& label) {
+  std::lock_guard<std::mutex> guard(mutex_);
   current_ = number;
   label_ = label;
-  if (interactive_) draw_live("  " + eta());
+  implementation_.clear();
+  phase_.clear();
+  if (interactive_) draw_live_locked();
 }
 
 void Progress::start_implementation(const std::string& name) {
-  if (interactive_) draw_live("  " + name + "  " + eta());
+  std::lock_guard<std::mutex> guard(mutex_);
+  implementation_ = name;
+  phase_ = "set-up";
+  implementation_start_ = Clock::now();
+  if (interactive_) draw_live_locked();
+}
+
+void Progress::set_phase(const std::string& phase) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (phase == phase_) return;
+  phase_ = phase;
+  // Redrawn by the ticker: a phase may change every microsecond.
+}
+
+void Progress::note(const std::string& text) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (interactive_) std::fprintf(out_, "\r\033[K");
+  std::fprintf(out_, "%s\n", text.c_str());
+  last_line_ = Clock::now();
+  if (interactive_) draw_live_locked();
+  std::fflush(out_);
 }
 
 void Progress::finish_case(const std::string& outcome) {
+  std::lock_guard<std::mutex> guard(mutex_);
   ++done_;
+  implementation_.clear();
   if (!interactive_) {
-    std::fprintf(stderr, "%s%s  %s\n", counter().c_str(), label_.c_str(), outcome.c_str());
-    std::fflush(stderr);
+    std::fprintf(out_, "%s%s  %s\n", counter().c_str(), label_.c_str(), outcome.c_str());
+    std::fflush(out_);
+    last_line_ = Clock::now();
   }
 }
 
 void Progress::finish() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  implementation_.clear();
   if (interactive_) {
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
+    std::fprintf(out_, "\r\033[K");
+    std::fflush(out_);
   }
 }
 

@@ -1,12 +1,9 @@
 #include "harness/run/runner.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -22,17 +19,21 @@
 #include "harness/scenario/json_text.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
+#include "harness/plugin/call_audit.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/results/npy.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/measure/profiler.hpp"
+#include "harness/run/case_estimate.hpp"
 #include "harness/run/progress.hpp"
+#include "harness/measure/calibration.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/output.hpp"
 #include "harness/results/run_identity.hpp"
 #include "harness/measure/session.hpp"
 #include "harness/measure/statistics.hpp"
 #include "harness/measure/trace.hpp"
+#include "harness/user_paths.hpp"
 
 namespace attnbench {
 
@@ -222,10 +223,21 @@ struct ProfileSettings {
   bool per_kernel = false;
 };
 
+// --memory-only calls an implementation once only when that call takes at
+// most this long (at its rate on earlier cases, or the host calibration's);
+// otherwise its memory is the arena plan.
+constexpr double kMemoryOnlyCallSeconds = 20;
+
 class ScenarioRunner {
  public:
-  ScenarioRunner(int threads, ProfileSettings profile, ResultsOutput& results, CaseDumper& dumper)
-      : threads_(threads), profile_(profile), results_(results), dumper_(dumper) {}
+  ScenarioRunner(int threads, ProfileSettings profile, bool memory_only, ResultsOutput& results, CaseDumper& dumper,
+                 std::optional<double> host_gemm_rate)
+      : threads_(threads),
+        profile_(profile),
+        memory_only_(memory_only),
+        results_(results),
+        dumper_(dumper),
+        estimator_(host_gemm_rate) {}
 
   // The backends this run used, for their clocks at the end of the run.
   const std::vector<Backend*>& backends_used() const { return backends_used_; }
@@ -243,6 +255,15 @@ class ScenarioRunner {
     for (Implementation* implementation : planned.implementations) {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
+      const std::string label = scenario.name + "#" + std::to_string(case_index);
+      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
+      const std::optional<CaseEstimate> estimate =
+          estimator_.estimate(std::string(implementation->name()), implementation->device() == "cpu",
+                              flop_count(scenario_case.problem).total, calls);
+      // (--memory-only plans a call that long instead of making it.)
+      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
+        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
+      }
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       const std::string name(implementation->name());
@@ -257,20 +278,26 @@ class ScenarioRunner {
       const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       std::optional<AccuracyResult> checked;
       try {
+        const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)
+                                                 : std::string();
         std::string skip_reason;
         std::unique_ptr<ImplementationSession> session;
-        {
+        if (not_run.empty()) {
           const TraceRange setup_range("setup");
           session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
         }
-        if (!session) {
+        if (!not_run.empty()) {
+          record_planned_memory(*implementation, scenario_case.problem, record, not_run);
+        } else if (!session) {
           record["status"] = "skipped";
           record["reason"] = skip_reason;
         } else {
           note_device(session->backend());
           if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
           inputs_dumped = true;
-          checked = measure_implementation(planned, *session, record, case_index, scenario_case.key);
+          checked = memory_only_ ? measure_memory(planned, *session, record, case_index, scenario_case.key, progress)
+                                 : measure_implementation(planned, *session, record, case_index, scenario_case.key,
+                                                          progress, estimate);
         }
       } catch (const DeviceError& error) {
         record["status"] = "failed";
@@ -341,41 +368,141 @@ class ScenarioRunner {
     return measured_traffic_json(session.profile(*profiler, profile_.per_kernel));
   }
 
-  // Checks and times one implementation into `record`; returns the accuracy
-  // result when the outputs were checked against the oracle.
-  std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
-                                                       Json& record, std::size_t case_index,
-                                                       const std::string& case_key) {
+  // The checked call and the accuracy check into `record`: the accuracy
+  // result when the outputs were checked against the oracle, and how long the
+  // call took.
+  struct Checked {
+    std::optional<AccuracyResult> accuracy;
+    double call_seconds = 0;
+  };
+  Checked check_implementation(const PlannedScenario& planned, ImplementationSession& session, Json& record,
+                               std::size_t case_index, const std::string& case_key, Progress& progress) {
     const Scenario& scenario = *planned.scenario;
     const Implementation& implementation = session.implementation();
     const Problem& p = scenario.cases[case_index].problem;
     record["configuration"] = session.configuration();
-
+    progress.set_phase("check");
+    Checked checked;
+    const auto start = std::chrono::steady_clock::now();
     if (const std::optional<ByteCount> counted = session.checked_call()) {
       record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
     }
+    checked.call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const CallChecks& checks = session.call_checks();
     if (!checks.findings.is_null()) record["plugin"]["checks"] = checks.findings;
     for (const std::string& warning : checks.warnings) record["warnings"].push_back(warning);
     if (!checks.failure.empty()) throw std::runtime_error(checks.failure);
-    std::optional<AccuracyResult> accuracy;
     const bool check = scenario.accuracy.check && !implementation.is_oracle();
     if (check || dumper_.enabled()) {
       const HostOutputs host = session.copy_outputs();
       dump_outputs(scenario, p, case_index, case_key, implementation, host);
-      if (check) accuracy = session.check_accuracy(host);
+      if (check) checked.accuracy = session.check_accuracy(host);
     }
     if (!check) {
-      AccuracyResult result;
-      result.status = implementation.is_oracle() ? "oracle" : "not_checked";
-      result.reason = implementation.is_oracle() ? "this implementation is the oracle" : "accuracy.check is false";
-      record["accuracy"] = result.to_json();
-      record["accuracy"]["sample"] = nullptr;
+      record["accuracy"] = not_checked(implementation.is_oracle() ? "oracle" : "not_checked",
+                                       implementation.is_oracle() ? "this implementation is the oracle"
+                                                                  : "accuracy.check is false");
+    }
+    return checked;
+  }
+
+  static Json not_checked(const std::string& status, const std::string& reason) {
+    AccuracyResult result;
+    result.status = status;
+    result.reason = reason;
+    Json accuracy = result.to_json();
+    accuracy["sample"] = nullptr;
+    return accuracy;
+  }
+
+  // The record's memory: the plan's parts and the peak, measured (the arena's
+  // high-water mark) or planned (the plan, not run).
+  static Json memory_json(const MemoryPlan& plan, std::size_t peak_bytes, const char* source) {
+    return Json{{"peak_bytes", peak_bytes},
+                {"input_bytes", plan.inputs},
+                {"output_bytes", plan.outputs},
+                {"workspace_bytes", plan.workspace},
+                {"extra_bytes", peak_bytes - plan.inputs - plan.outputs},
+                {"source", source}};
+  }
+
+  static void set_traffic_ratios(Json& record, const Implementation& implementation, const Problem& p) {
+    Json& traffic = record["traffic"];
+    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
+    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
+                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
+  }
+
+  // --memory-only: why `implementation` is not called on `problem` (its
+  // memory is planned instead), or "" when it runs once: its device is absent,
+  // or one call would take longer than kMemoryOnlyCallSeconds. A problem it
+  // does not support is neither (the session's pre-flight skips it).
+  std::string reason_not_to_call(const Implementation& implementation, const Problem& problem,
+                                 const std::optional<CaseEstimate>& one_call) const {
+    if (!implementation.supports(problem).ok) return "";
+    const Verdict available = implementation.availability();
+    if (!available.ok) return "its device is not here (" + available.reason + ")";
+    if (one_call && one_call->seconds > kMemoryOnlyCallSeconds) {
+      // Where it would not fit either, say so: the paper's tables show that as OOM.
+      const std::string fit = preflight(implementation, problem, threads_, true).skip_reason;
+      return "one call would take at least " + format_duration(one_call->seconds) + " (" +
+             format_scientific(one_call->flops_per_call) + " FLOP at " + format_flops_rate(one_call->flops_per_second) +
+             ", " + one_call->rate_source + ")" + (fit.empty() ? "" : "; nor would it fit here: " + fit);
+    }
+    return "";
+  }
+
+  // --memory-only, not called: the arena plan as the record's memory.
+  void record_planned_memory(const Implementation& implementation, const Problem& problem, Json& record,
+                             const std::string& why) {
+    const MemoryPlan plan = plan_memory(implementation, problem, threads_);
+    record["memory"] = memory_json(plan, plan.total(), "planned");
+    record["reason"] = "memory planned, not run: " + why;
+    record["accuracy"] = not_checked("not_checked", "not run (--memory-only): its memory is the arena plan");
+    set_traffic_ratios(record, implementation, problem);
+  }
+
+  // --memory-only, called: the checked call once with its accuracy check, the
+  // arena's high-water mark as the memory, no timing.
+  std::optional<AccuracyResult> measure_memory(const PlannedScenario& planned, ImplementationSession& session,
+                                               Json& record, std::size_t case_index, const std::string& case_key,
+                                               Progress& progress) {
+    const Problem& p = planned.scenario->cases[case_index].problem;
+    const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
+    record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
+    estimator_.record(std::string(session.implementation().name()), flop_count(p).total, checked.call_seconds);
+    set_traffic_ratios(record, session.implementation(), p);
+    return checked.accuracy;
+  }
+
+  // Checks and times one implementation into `record`; returns the accuracy
+  // result when the outputs were checked against the oracle. `estimate` is
+  // what was said before (or nullopt): a first call far longer is said too.
+  std::optional<AccuracyResult> measure_implementation(const PlannedScenario& planned, ImplementationSession& session,
+                                                       Json& record, std::size_t case_index,
+                                                       const std::string& case_key, Progress& progress,
+                                                       const std::optional<CaseEstimate>& estimate) {
+    const Scenario& scenario = *planned.scenario;
+    const Implementation& implementation = session.implementation();
+    const std::string name(implementation.name());
+    const Problem& p = scenario.cases[case_index].problem;
+    const MeasureSettings settings = session.timing_settings(planned.measure);
+
+    const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
+    const int calls_left = minimum_calls(settings) - 1;
+    const double seconds_left = checked.call_seconds * calls_left;
+    const bool announced = estimate && estimate->seconds > kLongCaseSeconds;
+    if (seconds_left > kLongCaseSeconds && (!announced || seconds_left > 2 * estimate->seconds)) {
+      progress.note(
+          long_call_note(scenario.name + "#" + std::to_string(case_index), name, checked.call_seconds, calls_left));
     }
 
-    const MeasureSettings& settings = planned.measure;
     const Json clocks_before = session.backend().read_clocks();
-    const Measurement measurement = session.measure(settings);
+    const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
+    const Measurement measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
+      progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
+                                      : "sample " + std::to_string(samples) + of_samples);
+    });
     const Json clocks_after = session.backend().read_clocks();
     const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
     const double median = measurement.statistics.p50;
@@ -396,22 +523,16 @@ class ScenarioRunner {
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
-    const MemoryPlan& memory = session.memory();
-    record["memory"] = Json{{"peak_bytes", session.peak_bytes()},
-                            {"input_bytes", memory.inputs},
-                            {"output_bytes", memory.outputs},
-                            {"workspace_bytes", memory.workspace},
-                            {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
+    record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
     const Json outside_arena = implementation.memory_outside_arena();
     if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
+    estimator_.record(name, flops.total, median);
 
-    Json& traffic = record["traffic"];
-    traffic["measured"] = profile_implementation(session);
-    const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
-    traffic["ratio_to_modelled"] = Json{{"measured", traffic_ratio(traffic["measured"], modelled)},
-                                        {"counted", traffic_ratio(traffic["counted"], modelled)}};
-    return accuracy;
+    progress.set_phase("profiling");
+    record["traffic"]["measured"] = profile_implementation(session);
+    set_traffic_ratios(record, implementation, p);
+    return checked.accuracy;
   }
 
   // The fused-versus-baseline rule needs every implementation of the case.
@@ -468,9 +589,11 @@ class ScenarioRunner {
 
   int threads_;
   ProfileSettings profile_;
+  bool memory_only_;
   std::vector<Backend*> backends_used_;
   ResultsOutput& results_;
   CaseDumper& dumper_;
+  CaseTimeEstimator estimator_;
   bool context_lost_ = false;
 
  public:
@@ -478,20 +601,34 @@ class ScenarioRunner {
   bool context_lost() const { return context_lost_; }
 };
 
-// Makes sure a file can be created in `directory` (creating the directory), so
-// an unusable -o or --dump is bad input found before anything is written.
-void require_writable_directory(const fs::path& directory, const std::string& option) {
-  std::error_code error;
-  if (!directory.empty()) fs::create_directories(directory, error);
-  const fs::path probe = (directory.empty() ? fs::path(".") : directory) / (".attnbench-probe-" + std::to_string(getpid()));
-  std::ofstream out(probe);
-  const bool writable = static_cast<bool>(out);
-  out.close();
-  fs::remove(probe, error);
-  if (!writable) {
-    throw InputError(option + ": cannot write into \"" + (directory.empty() ? std::string(".") : directory.string()) +
-                     "\" (" + (error ? error.message() : std::string("permission denied or not a directory")) + ")");
+// A run calibrates the host (without --calibrate) when its host work is at
+// least this many FLOPs: seconds at the few GFLOP/s per core the host
+// implementations reach, beside the calibration's fraction of a second.
+constexpr double kCalibrationWorthFlops = 1e10;
+
+// The FLOPs the host implementations of the plan compute at least: each
+// case they can run's FLOPs times the calls the protocol makes at least (one
+// with --memory-only).
+double minimum_host_flops(const std::vector<PlannedScenario>& plan, bool memory_only, int threads) {
+  double flops = 0;
+  for (const PlannedScenario& planned : plan) {
+    for (std::size_t case_index : planned.cases) {
+      const Problem& problem = planned.scenario->cases[case_index].problem;
+      for (const Implementation* implementation : planned.implementations) {
+        if (implementation->device() != "cpu") continue;
+        // Only the calls that will be made: not those the pre-flight skips (too
+        // large to fit), nor those of a plug-in whose callback fails here (its
+        // record fails with that error when the case runs).
+        try {
+          if (!preflight(*implementation, problem, threads, true).skip_reason.empty()) continue;
+        } catch (const PluginCallError&) {
+          continue;
+        }
+        flops += flop_count(problem).total * (memory_only ? 1 : minimum_calls(planned.measure));
+      }
+    }
   }
+  return flops;
 }
 
 // The files a run writes, checked before anything is: -o not a directory, in a
@@ -499,8 +636,8 @@ void require_writable_directory(const fs::path& directory, const std::string& op
 // dump's index and arrays) one of the scenario files it reads.
 void check_outputs(const std::string& output, const RunOptions& options, const std::vector<Scenario>& scenarios) {
   if (fs::is_directory(output)) throw InputError("-o " + output + ": is a directory; give a file name");
-  require_writable_directory(fs::path(output).parent_path(), "-o");
-  if (!options.dump_dir.empty()) require_writable_directory(options.dump_dir, "--dump");
+  prepare_output_directory(output, "-o");
+  if (!options.dump_dir.empty()) prepare_directory(options.dump_dir, "--dump");
   std::vector<Diagnostic> problems;
   for (const Scenario& scenario : scenarios) {
     for (const std::string& written : {output, journal_path(output), lock_file_path(output)}) {
@@ -584,15 +721,30 @@ std::size_t fewest_samples_with_a_median_interval() {
 // The summary table: one block per case, one row per implementation, fitting
 // 80 columns for names of up to 17 characters (cuda.flash.simple). A record
 // that is not ok shows its status where the median would be, and its reason
-// on wrapped lines of its own.
+// on wrapped lines of its own. A --memory-only run has no timing columns, and
+// a planned record's reason is shown where it differs from the implementation's
+// last one.
 void print_summary(const ResultsDocument& results) {
   const Json& records = results.json()["records"];
+  // (--resume keeps a run in one mode, so its first record tells.)
+  const bool memory_only = !records.empty() && records[0]["settings"].value("memory_only", false);
   int name_width = 14;
   for (const auto& record : records) {
     name_width = std::max(name_width, static_cast<int>(record["implementation"].get<std::string>().size()));
   }
+  const auto print_row = [&](const std::string& name, const std::string& median, const std::string& spread,
+                             const std::string& samples, const std::string& throughput, const std::string& peak,
+                             const std::string& error) {
+    if (memory_only) {
+      std::printf("  %-*s %9s %10s %s\n", name_width, name.c_str(), median.c_str(), peak.c_str(), error.c_str());
+    } else {
+      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, name.c_str(), median.c_str(), spread.c_str(),
+                  samples.c_str(), throughput.c_str(), peak.c_str(), error.c_str());
+    }
+  };
+  std::map<std::string, std::string> planned_reason_shown;  // by implementation
   std::string current_case;
-  bool any_timing = false, any_simulated = false;
+  bool any_timing = false, any_simulated = false, any_planned = false;
   for (const auto& record : records) {
     const std::string case_label = record["scenario"].get<std::string>() + "#" +
                                    std::to_string(record["case_index"].get<std::size_t>());
@@ -604,12 +756,12 @@ void print_summary(const ResultsDocument& results) {
       } else {
         std::printf("\n%s\n  %s\n", case_label.c_str(), label.c_str());
       }
-      std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, "implementation", "median", "+-CI/2", "samples",
-                  "throughput", "peak mem", "rel. error");
+      print_row("implementation", memory_only ? "status" : "median", "+-CI/2", "samples", "throughput", "peak mem",
+                "rel. error");
     }
     const Json& timing = record["timing"];
     const bool ok = record["status"] == "ok";
-    std::string median = ok ? "-" : record["status"].get<std::string>();
+    std::string median = ok && !memory_only ? "-" : record["status"].get<std::string>();
     std::string spread = "-", samples = "-", throughput = "-", peak = "-";
     if (!timing.is_null()) {
       any_timing = true;
@@ -627,12 +779,22 @@ void print_summary(const ResultsDocument& results) {
                 (simulated ? "s" : timing["converged"].get<bool>() ? " " : "*");
       if (p50 > 0 && !simulated) throughput = format_flops_rate(record["flops"]["total"].get<double>() / p50);
     }
-    if (!record["memory"].is_null()) peak = format_bytes(record["memory"]["peak_bytes"].get<double>());
-    std::printf("  %-*s %9s %6s %7s %13s %10s %s\n", name_width, record["implementation"].get<std::string>().c_str(),
-                median.c_str(), spread.c_str(), samples.c_str(), throughput.c_str(), peak.c_str(),
-                worst_error(record["accuracy"]).c_str());
-    if (!ok) {
-      for (const std::string& line : wrap_words(record["reason"].get<std::string>(), 80, "    ")) {
+    const bool planned = record["memory"].is_object() && record["memory"].value("source", "") == "planned";
+    any_planned = any_planned || planned;
+    if (!record["memory"].is_null()) {
+      peak = format_bytes(record["memory"]["peak_bytes"].get<double>()) + (planned ? "p" : "");
+    }
+    const std::string name = record["implementation"].get<std::string>();
+    print_row(name, median, spread, samples, throughput, peak, worst_error(record["accuracy"]));
+    const std::string& reason = record["reason"].get_ref<const std::string&>();
+    bool show_reason = !ok;
+    if (planned) {
+      std::string& shown = planned_reason_shown[name];
+      show_reason = show_reason || shown != reason;
+      shown = reason;
+    }
+    if (show_reason) {
+      for (const std::string& line : wrap_words(reason, 80, "    ")) {
         std::printf("%s\n", line.c_str());
       }
     }
@@ -647,6 +809,14 @@ void print_summary(const ResultsDocument& results) {
                                   : "");
     std::printf("\n");
     for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
+  }
+  if (any_planned) {
+    std::printf("\n");
+    for (const std::string& line : wrap_words("peak mem p: planned from the arena plan, not run (--memory-only); "
+                                               "a reason is shown where it first applies to an implementation.",
+                                               80, "")) {
+      std::printf("%s\n", line.c_str());
+    }
   }
 }
 
@@ -795,12 +965,16 @@ int run_scenarios(const RunOptions& options) {
   std::size_t total_cases = 0;
   for (const Scenario& scenario : scenarios) {
     PlannedScenario planned{&scenario, {}, scenario.measure, {}, {}};
+    // --memory-only plans the memory of an implementation whose device is absent
+    // instead of refusing it.
+    const auto choose = options.memory_only ? resolve_implementations : select_implementations;
     planned.implementations = options.implementations.empty()
-                                  ? select_implementations(scenario.implementations, scenario.path + ": implementations")
-                                  : select_implementations(options.implementations, "--impl");
+                                  ? choose(scenario.implementations, scenario.path + ": implementations")
+                                  : choose(options.implementations, "--impl");
     planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
     planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
                                        threads, profile);
+    if (options.memory_only) planned.settings["memory_only"] = true;
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
     }
@@ -846,6 +1020,14 @@ int run_scenarios(const RunOptions& options) {
   document.set_blas(blas::library_json());
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
+  // The host calibration: the roofline's CPU ceilings and the rate a first long
+  // host case is estimated at. Worth its fraction of a second only when the
+  // host has that much to do, or when asked.
+  std::optional<HostCalibration> calibration;
+  if (options.calibrate || minimum_host_flops(plan, options.memory_only, threads) >= kCalibrationWorthFlops) {
+    calibration = calibrate_host(threads, read_host_info().last_level_cache.bytes);
+  }
+  document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));
   document.set_scenarios(scenarios_json(plan));
   document.set_plugins(plugins_json(planned_implementation_names(plan)));
   if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
@@ -855,7 +1037,9 @@ int run_scenarios(const RunOptions& options) {
     throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
 
-  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, output, dumper);
+  ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, options.memory_only, output,
+                        dumper,
+                        calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {

@@ -33,6 +33,8 @@ struct RunOptions {
   bool profile = true;                       // the profiling pass on devices with a profiler (--no-profile)
   bool profile_kernels = false;              // and one range per kernel (--profile-kernels)
   std::optional<Shard> shard;                // --shard K/N: only this part of the cases
+  bool calibrate = false;                    // --calibrate: the host calibration even for a small run
+  bool memory_only = false;                  // --memory-only: no timing; memory measured by one checked call or planned
   bool interactive = false;                  // stderr is a terminal
   std::vector<std::string> command_line;
 };

@@ -221,47 +221,8 @@ std::string got(const Json& value) {
 
 // ---- Suggestions ----
 
-// Optimal string alignment distance: insertions, deletions, substitutions and
-// transpositions of neighbours each cost 1.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// The candidate nearest to `word`, if it is within a third of the longer length
-// (at least one edit) of it; the first such in order on a tie.
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates) {
-  std::optional<std::string> best;
-  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-  for (const std::string& candidate : candidates) {
-    const std::size_t limit = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 3);
-    const std::size_t distance = edit_distance(word, candidate);
-    if (distance <= limit && distance < best_distance) {
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return best;
-}
-
-// Longer words get no suggestion: nothing we accept is that long, and the edit
-// distance costs the product of the lengths.
-constexpr std::size_t kLongestSuggestedWord = 64;
-
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-  if (word.size() > kLongestSuggestedWord) return "";
-  const std::optional<std::string> suggestion = closest(word, candidates);
+  const std::optional<std::string> suggestion = closest_word(word, candidates);
   return suggestion ? " (did you mean " + render(Json(*suggestion)) + "?)" : "";
 }
 

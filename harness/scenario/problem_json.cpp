@@ -73,4 +73,18 @@ Json flops_to_json(const Problem& p) {
               {"total", flops.total}};
 }
 
+bool problem_matches(const nlohmann::ordered_json& where, const nlohmann::ordered_json& problem) {
+  for (const auto& [key, wanted] : where.items()) {
+    if (key == "seqlen") {
+      if (problem["seqlen_q"] != wanted || problem["seqlen_k"] != wanted) return false;
+      continue;
+    }
+    if (!problem.contains(key)) return false;
+    const nlohmann::ordered_json& actual = problem[key];
+    const bool by_probability = actual.is_object() && actual.contains("p") && wanted.is_number();
+    if ((by_probability ? actual["p"] : actual) != wanted) return false;
+  }
+  return true;
+}
+
 }  // namespace attnbench

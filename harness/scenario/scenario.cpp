@@ -11,6 +11,7 @@
 #include "harness/implementation.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
+#include "harness/scenario/problem_json.hpp"
 #include "harness/message_text.hpp"
 
 namespace attnbench {
@@ -71,6 +72,7 @@ struct MergedProblem {
 struct SweepAxis {
   std::string key;
   const Json* values;
+  std::vector<bool> repeats;  // per value: equal to an earlier value of the axis
 };
 
 // The part of a scenario a schema error is in: "cases[3]", "measure", … or
@@ -136,8 +138,9 @@ class ScenarioParser {
 
     std::vector<SweepAxis> axes;
     if (document.contains("sweep")) {
-      for (const auto& [key, values] : document["sweep"].items()) axes.push_back({key, &values});
+      for (const auto& [key, values] : document["sweep"].items()) axes.push_back({key, &values, {}});
       check_sweep_conflicts(axes, bases);
+      for (SweepAxis& axis : axes) check_repeated_values(axis);
     }
     double points = 1;
     for (const auto& axis : axes) points *= static_cast<double>(axis.values->size());
@@ -181,7 +184,10 @@ class ScenarioParser {
           scenario_case.key = case_key(scenario_case.problem);
           scenario_case.origin = label;
           const auto [existing, inserted] = seen_keys.emplace(scenario_case.key, label);
-          if (!inserted) {
+          // A point that takes a repeated sweep value repeats a case; its axis says so once.
+          bool repeated_value = false;
+          for (std::size_t a = 0; a < axes.size(); ++a) repeated_value = repeated_value || axes[a].repeats[index[a]];
+          if (!inserted && !repeated_value) {
             error(label, "describes the same case as " + existing->second + "; remove one", "");
           } else {
             scenario.cases.push_back(std::move(scenario_case));
@@ -207,6 +213,7 @@ class ScenarioParser {
         scenario.implementations.push_back(name);
       }
     }
+    if (document.contains("published") && !broken_.count("published")) check_published(document["published"], scenario);
     if (document.contains("measure") && !broken_.count("measure")) scenario.measure = parse_measure(document["measure"]);
     if (document.contains("accuracy") && !broken_.count("accuracy")) {
       scenario.accuracy = parse_accuracy(document["accuracy"]);
@@ -223,6 +230,50 @@ class ScenarioParser {
   static constexpr std::size_t kLabelValueWidth = 40;
 
   // `context` says which case showed the problem ("in cases[1] x sweep{…}").
+  // Marks the values of a sweep axis that repeat an earlier one, and reports
+  // the axis once: "sweep.causal: repeats 2 values (first: [2] is false, as
+  // [0]); list each value once". Not while the sweep has schema errors: its
+  // values are reported as such first.
+  void check_repeated_values(SweepAxis& axis) {
+    const Json& values = *axis.values;
+    axis.repeats.assign(values.size(), false);
+    if (broken_.count("sweep")) return;
+    std::map<Json, std::size_t> first_index;
+    std::size_t count = 0;
+    std::string first;
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      const auto [found, inserted] = first_index.emplace(values[j], j);
+      if (inserted) continue;
+      axis.repeats[j] = true;
+      if (count++ == 0) {
+        first = "[" + std::to_string(j) + "] is " + shorten(values[j].dump(), kLabelValueWidth) + ", as [" +
+                std::to_string(found->second) + "]";
+      }
+    }
+    if (count > 0) {
+      error("sweep." + axis.key, "repeats " + count_of(count, "value") + " (first: " + first + "); list each value once");
+    }
+  }
+
+  // Every published value must select at least one case of the scenario, or
+  // it would never be shown.
+  void check_published(const Json& published, const Scenario& scenario) {
+    std::vector<Json> problems;
+    for (const ScenarioCase& scenario_case : scenario.cases) problems.push_back(problem_to_json(scenario_case.problem));
+    for (std::size_t s = 0; s < published.size(); ++s) {
+      const Json& values = published[s]["values"];
+      for (std::size_t v = 0; v < values.size(); ++v) {
+        const Json& where = values[v]["where"];
+        const bool selects = std::any_of(problems.begin(), problems.end(),
+                                         [&](const Json& problem) { return problem_matches(where, problem); });
+        if (!selects) {
+          error("published[" + std::to_string(s) + "].values[" + std::to_string(v) + "].where",
+                "selects no case of the scenario (" + shorten(where.dump(), kLabelValueWidth) + ")");
+        }
+      }
+    }
+  }
+
   void error(const std::string& path, const std::string& message, const std::string& context = "") {
     diagnostics_.push_back({file_, path, message, context});
   }

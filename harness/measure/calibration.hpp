@@ -1,0 +1,55 @@
+// The host's compute and memory ceilings, measured by a short calibration at a
+// run's thread count: the rate of an fp32 matrix product (FLOP/s) and the
+// bandwidth of a copy between buffers larger than the last-level cache (bytes
+// read plus bytes written per second, as STREAM's Copy counts them). A results
+// file records them in `host.calibration`; the roofline draws them as the CPU's
+// ceilings, and a run uses the product's rate to say before a long host case
+// how long it will take at least.
+//
+// The product that is timed is a parameter (a GemmKernel): the blocked loop
+// below by default, and a BLAS SGEMM where one is linked, without a change to
+// the calibration or its record.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace attnbench {
+
+// C (m x n) = A (m x k) * B (k x n), row-major fp32, on `threads` threads.
+struct GemmKernel {
+  std::string name;  // recorded: "blocked fp32 loop (OpenMP)", "OpenBLAS sgemm", ...
+  std::function<void(int m, int n, int k, const float* a, const float* b, float* c, int threads)> multiply;
+};
+
+// The built-in product: rows split among the threads, an i-k-j loop over
+// blocks that stay in the caches, the innermost loop vectorized.
+const GemmKernel& blocked_gemm();
+
+struct CalibrationSettings {
+  int gemm_size = 384;                // m = n = k
+  double gemm_seconds = 0.03;         // timed products at least this long (best one kept)
+  std::size_t copy_bytes = 0;         // per buffer; 0: twice the last-level cache, 16 to 256 MiB
+  int copy_repetitions = 3;           // best one kept
+};
+
+struct HostCalibration {
+  int threads = 1;
+  std::string gemm_kernel;
+  int gemm_size = 0;
+  double gemm_flops_per_second = 0;   // 2 m n k over the fastest product
+  std::size_t copy_bytes = 0;         // bytes copied per repetition
+  double copy_bytes_per_second = 0;   // 2 x copy_bytes over the fastest copy
+  double seconds = 0;                 // the calibration's own wall time
+  nlohmann::ordered_json to_json() const;  // the results file's host.calibration
+};
+
+// Runs the calibration; `last_level_cache_bytes` sizes the copy (so that it
+// reaches memory) when the settings leave it 0.
+HostCalibration calibrate_host(int threads, std::size_t last_level_cache_bytes, const CalibrationSettings& settings = {},
+                               const GemmKernel& gemm = blocked_gemm());
+
+}  // namespace attnbench

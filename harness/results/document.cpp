@@ -8,14 +8,17 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <random>
 
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
+#include "harness/results/file_lock.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
 #include "harness/message_text.hpp"
@@ -37,6 +40,16 @@ std::string utc_timestamp() {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
+}
+
+std::string new_run_id() {
+  std::random_device source;
+  std::string id;
+  constexpr char kDigits[] = "0123456789abcdef";
+  while (id.size() < 32) {
+    for (std::uint32_t word = source(), i = 0; i < 8; ++i, word >>= 4) id += kDigits[word & 15];
+  }
+  return id;
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -62,23 +75,55 @@ bool write_all(int descriptor, const std::string& text) {
   return true;
 }
 
+bool sync_directory(int directory) { return fsync(directory) == 0 || errno == EINVAL; }
+
+int replace_file_in(int directory, const std::string& name, const std::string& temporary_name, const std::string& text,
+                    const std::string& shown_path, bool keep_open) {
+  const int flags = O_CREAT | O_TRUNC | O_CLOEXEC | (keep_open ? O_RDWR | O_APPEND : O_WRONLY);
+  const int descriptor = openat(directory, temporary_name.c_str(), flags, 0644);
+  if (descriptor < 0) throw FileWriteError(shown_path, std::strerror(errno));
+  // Written and flushed to the disk before the rename, so the file that appears
+  // under `name` is always whole; the directory is synced after it, so the
+  // rename itself survives a power loss.
+  bool ok = write_all(descriptor, text) && fsync(descriptor) == 0 &&
+            renameat(directory, temporary_name.c_str(), directory, name.c_str()) == 0;
+  const int saved_errno = errno;
+  if (!ok) {
+    close(descriptor);
+    unlinkat(directory, temporary_name.c_str(), 0);
+    throw FileWriteError(shown_path, std::strerror(saved_errno));
+  }
+  if (!sync_directory(directory)) {
+    const int error = errno;
+    close(descriptor);
+    throw FileWriteError(shown_path, std::string("the directory could not be synced: ") + std::strerror(error));
+  }
+  if (keep_open) return descriptor;
+  close(descriptor);
+  return -1;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
   std::error_code error;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), error);
-  const std::string temporary = temporary_path(path);
-  const int descriptor = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) throw FileWriteError(path, std::strerror(errno));
-  // Written and flushed to the disk before the rename, so the file that appears
-  // under `path` is always whole.
-  const bool ok = write_all(descriptor, text) && fsync(descriptor) == 0;
-  const int saved_errno = errno;
-  close(descriptor);
-  if (ok) std::filesystem::rename(temporary, target, error);
-  if (!ok || error) {
-    std::filesystem::remove(temporary, error);
-    throw FileWriteError(path, ok ? error.message() : std::strerror(saved_errno));
+  const std::string directory_name = target.has_parent_path() ? target.parent_path().string() : ".";
+  const int directory = open(directory_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory < 0) throw FileWriteError(path, std::strerror(errno));
+  try {
+    const std::string name = target.filename().string();
+    replace_file_in(directory, name, temporary_path(name), text, path, false);
+  } catch (...) {
+    close(directory);
+    throw;
   }
+  close(directory);
+}
+
+void write_file_atomically(const FileLock& lock, const std::string& text) {
+  lock.check_in_place();
+  const std::string name = lock.target_name();
+  replace_file_in(lock.directory(), name, temporary_path(name), text, lock.target(), false);
 }
 
 void remove_stale_temporaries(const std::string& path) {
@@ -142,6 +187,7 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                              {"compiler", compiler_id()},
                              {"cuda_built", cuda_built()}}},
                    {"command_line", escaped_arguments(command_line)},
+                   {"run_id", new_run_id()},
                    {"started_at", utc_timestamp()},
                    {"finished_at", nullptr},
                    {"complete", false},
@@ -174,7 +220,7 @@ Json device_identity(const Json& device) {
 Json load_results_file(const std::string& path) {
   std::vector<Diagnostic> diagnostics;
   std::string text;
-  if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
+  if (!read_text_file(path, text, diagnostics, kResultsFileBound)) throw InputError(diagnostics);
   return parse_results_text(text, path);
 }
 
@@ -195,6 +241,8 @@ Json parse_results_text(const std::string& text, const std::string& file) {
 }
 
 void ResultsDocument::set_started_at(const std::string& started_at) { document_["started_at"] = started_at; }
+
+void ResultsDocument::set_run_id(const std::string& run_id) { document_["run_id"] = run_id; }
 
 void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenarios"] = scenarios; }
 

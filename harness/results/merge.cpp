@@ -273,6 +273,7 @@ void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnos
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
   return Json{{"path", escape_invalid_utf8(input.path)},
+              {"run_id", document.contains("run_id") ? document["run_id"] : Json(nullptr)},
               {"shard", document["shard"]},
               {"complete", document["complete"]},
               {"started_at", document["started_at"]},
@@ -365,6 +366,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   merged.document = Json{{"schema", kResultsSchemaId},
                          {"tool", first["tool"]},
                          {"command_line", escaped_command_line(command_line)},
+                         {"run_id", new_run_id()},
                          {"started_at", started_at},
                          {"finished_at", complete ? Json(finished_at) : Json(nullptr)},
                          {"complete", complete},
@@ -433,7 +435,7 @@ int merge_files(const MergeRequest& request) {
     }
     throw InputError(reasons);
   }
-  write_file_atomically(output, merged.document.dump(1) + "\n");
+  write_file_atomically(lock, merged.document.dump(1) + "\n");
   if (request.overwrite) fs::remove(journal_path(output));
 
   for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "harness/user_paths.hpp"
 
@@ -112,7 +113,18 @@ Json parse_json_document(const std::string& text, const std::string& file,
   return document;
 }
 
-bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics) {
+namespace {
+
+// "64 MiB", "16 GiB": a bound as the refusal names it.
+std::string bound_text(std::size_t bytes) {
+  return bytes % (std::size_t{1} << 30) == 0 ? std::to_string(bytes >> 30) + " GiB"
+                                             : std::to_string(bytes >> 20) + " MiB";
+}
+
+}  // namespace
+
+bool read_file_in_pieces(const std::string& path, const FileSizeBound& bound,
+                         const std::function<void(std::string_view)>& consume, std::vector<Diagnostic>& diagnostics) {
   const auto refuse = [&](const std::string& why) {
     diagnostics.push_back({path, "", why});
     return false;
@@ -135,21 +147,31 @@ bool read_text_file(const std::string& path, std::string& text, std::vector<Diag
                   "); give the path of a file");
   }
   const auto too_large = [&] {
-    return refuse("is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
-                  " MiB, the most an input file may hold");
+    return refuse("is larger than " + bound_text(bound.max_bytes) + ", the most " + bound.kind + " may hold");
   };
-  if (static_cast<std::uint64_t>(status.st_size) > kMaxInputFileBytes) return too_large();
-  text.clear();
-  text.reserve(static_cast<std::size_t>(status.st_size));
-  char buffer[1 << 16];
+  if (static_cast<std::uint64_t>(status.st_size) > bound.max_bytes) return too_large();
+  std::vector<char> buffer(std::size_t{1} << 20);
+  std::size_t total = 0;
   for (;;) {
-    const ssize_t count = read(descriptor, buffer, sizeof buffer);
+    const ssize_t count = read(descriptor, buffer.data(), buffer.size());
     if (count < 0 && errno == EINTR) continue;
     if (count < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
     if (count == 0) return true;
-    if (text.size() + static_cast<std::size_t>(count) > kMaxInputFileBytes) return too_large();  // it grew
-    text.append(buffer, static_cast<std::size_t>(count));
+    total += static_cast<std::size_t>(count);
+    if (total > bound.max_bytes) return too_large();  // it grew
+    consume(std::string_view(buffer.data(), static_cast<std::size_t>(count)));
   }
+}
+
+bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics,
+                    const FileSizeBound& bound) {
+  text.clear();
+  struct stat status {};
+  if (stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) &&
+      static_cast<std::uint64_t>(status.st_size) <= bound.max_bytes) {
+    text.reserve(static_cast<std::size_t>(status.st_size));
+  }
+  return read_file_in_pieces(path, bound, [&](std::string_view piece) { text.append(piece); }, diagnostics);
 }
 
 }  // namespace attnbench

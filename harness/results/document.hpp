@@ -8,7 +8,9 @@
 #include <array>
 #include <optional>
 #include <set>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -59,16 +61,19 @@ bool same_file(const std::string& a, const std::string& b);
 // or the new one. Throws FileWriteError naming `path` when it cannot.
 void write_file_atomically(const std::string& path, const std::string& text);
 
-// The same for the file `lock` protects, in the directory opened with the
-// lock; throws OutputDisplacedError first when that is no longer in place.
-void write_file_atomically(const FileLock& lock, const std::string& text);
+// A results document as its file holds it (one-space indents, a final
+// newline), written to `lock`'s file the same way but without ever holding the
+// whole text: it goes out in pieces as it is formatted. Throws
+// OutputDisplacedError first when the lock's place is no longer in place.
+void write_file_atomically(const FileLock& lock, const nlohmann::ordered_json& document);
 
-// The step both take, in the open `directory`: `text` to `temporary_name`,
-// synced, renamed to `name`, the directory synced. Returns the new file's
-// descriptor, open for appending, when `keep_open` (else -1). Throws
-// FileWriteError naming `shown_path`.
+// The step both take, in the open `directory`: `write` fills `temporary_name`
+// (returning false with errno set on an error), which is synced and renamed
+// to `name`, and the directory is synced. Returns the new file's descriptor,
+// open for appending, when `keep_open` (else -1). Throws FileWriteError naming
+// `shown_path`.
 int replace_file_in(int directory, const std::string& name, const std::string& temporary_name,
-                    const std::string& text, const std::string& shown_path, bool keep_open);
+                    const std::function<bool(int descriptor)>& write, const std::string& shown_path, bool keep_open);
 
 // Syncs an open directory, so that the names created, renamed or removed in it
 // survive a power loss. False, with errno set, on an error (a file system that
@@ -76,7 +81,7 @@ int replace_file_in(int directory, const std::string& name, const std::string& t
 bool sync_directory(int directory);
 
 // write(2) until all of `text` is written; false, with errno set, on an error.
-bool write_all(int descriptor, const std::string& text);
+bool write_all(int descriptor, std::string_view text);
 
 // PATH.tmp.<process id>: the temporary file write_file_atomically uses.
 std::string temporary_path(const std::string& path);
@@ -122,7 +127,6 @@ class ResultsDocument {
   // Marks the run complete: finished_at set, records in scenario, case and
   // implementation order (sort_records).
   void mark_complete();
-  std::string text() const;  // the file's contents
 
  private:
   nlohmann::ordered_json document_;

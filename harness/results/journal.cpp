@@ -222,7 +222,8 @@ JournalWriter::JournalWriter(const FileLock& lock, const Json& header)
   lock_.check_in_place();
   const std::string line = journal_line(header, run_id_);
   descriptor_ = replace_file_in(lock_.directory(), journal_path(lock_.target_name()),
-                                temporary_path(lock_.target_name()), line, path_, true);
+                                temporary_path(lock_.target_name()),
+                                [&](int descriptor) { return write_all(descriptor, line); }, path_, true);
   length_ = static_cast<off_t>(line.size());
 }
 

@@ -435,7 +435,7 @@ int merge_files(const MergeRequest& request) {
     }
     throw InputError(reasons);
   }
-  write_file_atomically(lock, merged.document.dump(1) + "\n");
+  write_file_atomically(lock, merged.document);
   if (request.overwrite) fs::remove(journal_path(output));
 
   for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());

@@ -277,7 +277,7 @@ bool ResultsOutput::has_record(const std::string& scenario, const std::string& c
   return document_->has_record(scenario, case_key, implementation);
 }
 
-void ResultsOutput::write_results_file() { write_file_atomically(lock_, document_->text()); }
+void ResultsOutput::write_results_file() { write_file_atomically(lock_, document_->json()); }
 
 void ResultsOutput::save() {
   std::lock_guard<std::mutex> guard(mutex_);
@@ -307,7 +307,7 @@ SavedRecords ResultsOutput::save_where_possible_locked() {
       (fs::temp_directory_path() / ("attnbench-" + document_->json()["run_id"].get<std::string>() + ".json")).string();
   try {
     const FileLock rescue_lock(rescue, "the rescue file " + rescue);
-    write_file_atomically(rescue_lock, document_->text());
+    write_file_atomically(rescue_lock, document_->json());
   } catch (const std::exception& error) {
     return {"no file (" + rescue + " could not be written either: " + error.what() + ")", true};
   }

@@ -48,4 +48,10 @@ bool read_text_file(const std::string& path, std::string& text, std::vector<Diag
 bool read_file_in_pieces(const std::string& path, const FileSizeBound& bound,
                          const std::function<void(std::string_view)>& consume, std::vector<Diagnostic>& diagnostics);
 
+// Reads the file as read_text_file does and parses it as parse_json_document
+// does, as it is read: its text is never held whole. On a problem appends
+// diagnostics and returns null.
+nlohmann::ordered_json parse_json_file(const std::string& path, const FileSizeBound& bound,
+                                       std::vector<Diagnostic>& diagnostics);
+
 }  // namespace attnbench

@@ -31,12 +31,24 @@ import time
 CASES = 8
 
 
-def crc32c(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
+def crc32c_table():
+    table = []
+    for byte in range(256):
+        crc = byte
         for _ in range(8):
             crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        table.append(crc)
+    return table
+
+
+CRC32C_TABLE = crc32c_table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli) of `data`, as the journal's checksums use."""
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc = CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
 
 

@@ -98,7 +98,8 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 void observe(const char* call, const std::string& path, const std::string& second = "") {
   if (const char* log = std::getenv("ATTNBENCH_FAULTS_LOG")) {
     const std::string line = std::string(call) + " " + path + (second.empty() ? "" : " " + second) + "\n";
-    const int descriptor = static_cast<int>(syscall(SYS_openat, AT_FDCWD, log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    const int descriptor = static_cast<int>(syscall(SYS_openat, AT_FDCWD, log, flags, 0644));
     if (descriptor >= 0) {
       const long written = syscall(SYS_write, descriptor, line.data(), line.size());
       static_cast<void>(written);
@@ -172,28 +173,29 @@ int unlinkat(int directory, const char* path, int flags) {
 }
 
 // Opens that may create a file are logged.
-int openat(int directory, const char* path, int flags, ...) {
+int open_logged(int directory, const char* path, int flags, mode_t mode) {
   static const auto next = real<int (*)(int, const char*, int, ...)>("openat");
-  mode_t mode = 0;
-  if (creates(flags)) {
-    va_list arguments;
-    va_start(arguments, flags);
-    mode = static_cast<mode_t>(va_arg(arguments, int));
-    va_end(arguments);
-    if (watched("open")) observe("open", absolute(directory, path) + ((flags & O_TMPFILE) == O_TMPFILE ? " (O_TMPFILE)" : ""));
+  if (creates(flags) && watched("open")) {
+    const bool unnamed = (flags & O_TMPFILE) == O_TMPFILE;
+    observe("open", absolute(directory, path) + (unnamed ? " (O_TMPFILE)" : ""));
   }
   return next(directory, path, flags, mode);
 }
 
+int openat(int directory, const char* path, int flags, ...) {
+  va_list arguments;
+  va_start(arguments, flags);
+  const mode_t mode = creates(flags) ? static_cast<mode_t>(va_arg(arguments, int)) : 0;
+  va_end(arguments);
+  return open_logged(directory, path, flags, mode);
+}
+
 int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (creates(flags)) {
-    va_list arguments;
-    va_start(arguments, flags);
-    mode = static_cast<mode_t>(va_arg(arguments, int));
-    va_end(arguments);
-  }
-  return openat(AT_FDCWD, path, flags, mode);
+  va_list arguments;
+  va_start(arguments, flags);
+  const mode_t mode = creates(flags) ? static_cast<mode_t>(va_arg(arguments, int)) : 0;
+  va_end(arguments);
+  return open_logged(AT_FDCWD, path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) __attribute__((alias("open")));

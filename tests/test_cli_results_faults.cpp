@@ -143,7 +143,8 @@ TEST_F(CliResultsFaults, AnOutputWhoseDirectoryIsDeletedMidRunIsNeverRecreated) 
   const fs::path output = path("d/r.json");
   StartOptions rescue_here;
   rescue_here.environment = {{"TMPDIR", directory_.string()}};
-  const pid_t first = start_attnbench({"run", scenario.string(), "-o", output.string()}, path("first.log"), rescue_here);
+  const pid_t first =
+      start_attnbench({"run", scenario.string(), "-o", output.string()}, path("first.log"), rescue_here);
   ASSERT_TRUE(wait_until([&] { return journal_records(journal_path(output.string())) >= 2; }));
   fs::remove_all(path("d"));
   // Another writer takes the same name in a new directory d and finishes.
@@ -209,11 +210,13 @@ TEST_F(CliResultsFaults, AJournalOrRecordThatIsNotTheRunsOwnIsRefusedNamingIt) {
   };
   // The other run's whole journal, one line of it, one of mine edited, one removed.
   refused_with(joined(their_lines), journal + ": run_id: is the journal of another run");
-  refused_with(joined({my_lines[0], my_lines[1], their_lines[2], my_lines[3]}), journal + ": line 3: fails its checksum");
+  refused_with(joined({my_lines[0], my_lines[1], their_lines[2], my_lines[3]}),
+               journal + ": line 3: fails its checksum");
   std::string edited = my_lines[3];
   edited.insert(edited.find("\"samples_seconds\":[") + 19, "4.4,");
   refused_with(joined({my_lines[0], my_lines[1], my_lines[2], edited}), journal + ": line 4: fails its checksum");
-  refused_with(joined({my_lines[0], my_lines[2], my_lines[3]}), journal + ": line 2: is entry 2 where entry 1 comes next");
+  refused_with(joined({my_lines[0], my_lines[2], my_lines[3]}),
+               journal + ": line 2: is entry 2 where entry 1 comes next");
 
   // A journal cut at a line boundary: the note says how many cases run again.
   std::ofstream(journal) << joined({my_lines[0], my_lines[1], my_lines[2]});

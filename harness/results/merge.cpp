@@ -318,7 +318,7 @@ Json escaped_command_line(const std::vector<std::string>& command_line) {
 
 }  // namespace
 
-MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
+MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& options,
                             const std::vector<std::string>& command_line) {
   if (inputs.empty()) throw InputError("merge: no input files");
   std::vector<Diagnostic> problems;
@@ -349,9 +349,9 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
 
   const Json& first = inputs.front().document;
   Json scenarios = merged_scenarios(inputs);
-  Json records = Json::array();
-  for (const MergeInput& input : inputs) {
-    for (const Json& record : input.document["records"]) records.push_back(record);
+  Json records = Json::array();  // moved, so that a large merge is not held twice
+  for (MergeInput& input : inputs) {
+    for (Json& record : input.document["records"]) records.push_back(std::move(record));
   }
   sort_records(records, scenarios);
   // Complete means every case of every scenario with every implementation:
@@ -388,7 +388,7 @@ namespace {
 void check_replaceable(const std::string& output) {
   if (fs::exists(journal_path(output))) {
     throw InputError("-o " + output + ": holds an unfinished run (its latest records are in " + journal_path(output) +
-                     "); merge into another file, or replace it with --overwrite");
+                     "); merge into another file, or discard its records and replace it with --overwrite");
   }
   if (!fs::exists(output)) return;
   std::string problem;
@@ -399,7 +399,8 @@ void check_replaceable(const std::string& output) {
   } catch (const InputError& error) {
     problem = "exists and is not a results file (" + error.diagnostics().front().message + ")";
   }
-  throw InputError("-o " + output + ": " + problem + "; merge into another file, or replace it with --overwrite");
+  throw InputError("-o " + output + ": " + problem +
+                   "; merge into another file, or discard what it holds and replace it with --overwrite");
 }
 
 }  // namespace
@@ -427,7 +428,8 @@ int merge_files(const MergeRequest& request) {
   }
   if (!problems.empty()) throw InputError(problems);
 
-  const MergeOutcome merged = merge_results(inputs, request.options, request.command_line);
+  const std::size_t files = inputs.size();
+  const MergeOutcome merged = merge_results(std::move(inputs), request.options, request.command_line);
   if (request.require_complete && !merged.incomplete.empty()) {
     std::vector<Diagnostic> reasons;
     for (const std::string& reason : merged.incomplete) {
@@ -442,7 +444,7 @@ int merge_files(const MergeRequest& request) {
   for (const std::string& reason : merged.incomplete) {
     std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
   }
-  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(inputs.size(), "file").c_str(),
+  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(files, "file").c_str(),
               count_of(merged.document["records"].size(), "record").c_str(),
               merged.incomplete.empty() ? "complete" : "incomplete", output.c_str());
   return kExitSuccess;

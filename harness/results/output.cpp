@@ -40,7 +40,7 @@ namespace {
                                      ? ", finished " + document["finished_at"].get<std::string>()
                                      : std::string();
     throw InputError("-o " + path + ": holds a finished run (" + records + finished +
-                     "); --overwrite replaces it, or write to another file");
+                     "); --overwrite discards it and starts again, or write to another file");
   }
   throw InputError("-o " + path + ": holds an unfinished run (" + records +
                    "); continue it with --resume, or discard them and start again with --overwrite");
@@ -111,15 +111,22 @@ void check_devices(const Json& saved_devices, const std::vector<Json>& devices_n
 }
 
 // The journal's records and devices, checked against the results schema as
-// part of a document with this run's header ("records[3]" is record 4).
-std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, const Json& header,
-                                              const std::string& file) {
+// part of a document with this run's header ("records[3]" is record 4). They
+// are moved into that document for the check and back out of it after.
+std::vector<Diagnostic> journal_schema_errors(JournalContents& journal, const Json& header, const std::string& file) {
   static const JsonSchema schema(results_schema());
   Json candidate = header;
-  candidate["devices"] = Json(journal.devices);
-  candidate["records"] = Json(journal.records);
+  candidate["devices"] = Json::array();
+  candidate["records"] = Json::array();
+  for (const auto& [entries, key] : {std::pair{&journal.devices, "devices"}, std::pair{&journal.records, "records"}}) {
+    for (Json& entry : *entries) candidate[key].push_back(std::move(entry));
+  }
+  const std::vector<SchemaError> errors = schema.validate(candidate);
+  for (const auto& [entries, key] : {std::pair{&journal.devices, "devices"}, std::pair{&journal.records, "records"}}) {
+    for (std::size_t i = 0; i < entries->size(); ++i) (*entries)[i] = std::move(candidate[key][i]);
+  }
   std::vector<Diagnostic> problems;
-  for (const SchemaError& error : schema.validate(candidate)) {
+  for (const SchemaError& error : errors) {
     std::string where = error.path;
     const std::string prefix = "records[";
     const std::size_t close = where.find(']');
@@ -135,7 +142,7 @@ std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, co
 }  // namespace
 
 ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                                                const std::vector<Json>& devices_now) const {
+                                                const std::vector<Json>& devices_now) {
   if (saved_.journal) {
     const std::vector<Diagnostic> invalid = journal_schema_errors(*saved_.journal, document.json(), journal_file());
     if (!invalid.empty()) throw InputError(invalid);
@@ -161,7 +168,7 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
     }
     saved_records += saved["records"].size();
   }
-  std::vector<const Json*> journaled;
+  std::vector<std::size_t> journaled;  // the journal's records that are not in RESULTS already
   if (saved_.journal) {
     const JournalContents& journal = *saved_.journal;
     if (saved_.document) {
@@ -187,7 +194,7 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
       const auto same = in_results_file.find(key_of(record));
       if (same != in_results_file.end() && *same->second == record) continue;
       records.push_back({&record, journal_file(), "record " + std::to_string(i + 1)});
-      journaled.push_back(&record);
+      journaled.push_back(i);
     }
     saved_records += journal.records.size();
   }
@@ -200,13 +207,14 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
     throw InputError(problems);
   }
 
+  // The saved records move into the document: a large run is not held twice.
   ResumedRecords resumed;
   if (saved_.document) {
-    const Json& saved = *saved_.document;
+    Json& saved = *saved_.document;
     document.set_started_at(saved["started_at"].get<std::string>());
     if (saved.contains("run_id")) document.set_run_id(saved["run_id"].get<std::string>());
     for (const Json& device : saved["devices"]) document.add_device(device);
-    for (const Json& record : saved["records"]) document.add_record(record);
+    for (Json& record : saved["records"]) document.add_record(std::move(record));
     resumed.from_results_file = saved["records"].size();
   } else if (saved_.journal) {
     document.set_started_at(saved_.journal->header["started_at"].get<std::string>());
@@ -217,8 +225,9 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
     resumed.journal_entries = saved_.journal->entries;
     resumed.torn_tail = saved_.journal->torn_tail;
   }
-  for (const Json* record : journaled) document.add_record(*record);
+  for (std::size_t i : journaled) document.add_record(std::move(saved_.journal->records[i]));
   resumed.from_journal = journaled.size();
+  saved_ = SavedRun{};
   return resumed;
 }
 

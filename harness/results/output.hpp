@@ -80,7 +80,6 @@ class ResultsOutput {
 
   const std::string& path() const { return path_; }
   std::string journal_file() const { return journal_path(path_); }
-  const SavedRun& saved() const { return saved_; }
 
   // Adds the saved run to `document` (its start time, devices and records)
   // after checking it against `document`'s identity, `expected`, and the
@@ -88,9 +87,10 @@ class ResultsOutput {
   // device of the same kind must have the same identity). Throws InputError
   // listing every difference and every record that does not belong.
   // A journal of another run (its run id is not RESULTS's) is refused too.
-  // The resumed run keeps the saved run's id and start time.
+  // The resumed run keeps the saved run's id and start time; the saved
+  // records move into `document`.
   ResumedRecords continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                                    const std::vector<nlohmann::ordered_json>& devices_now) const;
+                                    const std::vector<nlohmann::ordered_json>& devices_now);
 
   // Writes RESULTS from `document` (complete: false) and starts a fresh journal.
   // Throws FileWriteError.

@@ -25,79 +25,101 @@ constexpr std::size_t kMaxDepth = 64;
 
 struct TooDeep {};
 
-// Follows the parser's events to know the key path of each key and to spot a
-// key given twice in one object; stops the parse (TooDeep) past kMaxDepth.
-class DuplicateKeyFinder {
+// Builds the document from the parser's events, as nlohmann's own DOM parser
+// does (each value placed once, so the cost stays linear in the text), while
+// keeping the key path of every key given twice in one object and stopping
+// the parse (TooDeep) past kMaxDepth.
+class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
  public:
-  explicit DuplicateKeyFinder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
+  explicit CheckedDocumentBuilder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
 
-  bool operator()(int, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        enter_value();
-        frames_.push_back(Frame{true, {}, "", 0});
-        if (frames_.size() > kMaxDepth) throw TooDeep{};
-        break;
-      case Json::parse_event_t::array_start:
-        enter_value();
-        frames_.push_back(Frame{false, {}, "", 0});
-        if (frames_.size() > kMaxDepth) throw TooDeep{};
-        break;
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        frames_.pop_back();
-        break;
-      case Json::parse_event_t::key: {
-        Frame& frame = frames_.back();
-        frame.key = parsed.get<std::string>();
-        if (!frame.keys.insert(frame.key).second) duplicates_.push_back(path_to(frame.key));
-        break;
-      }
-      case Json::parse_event_t::value:
-        enter_value();
-        break;
-    }
+  Json& document() { return document_; }
+
+  bool null() override { return place(Json(nullptr)); }
+  bool boolean(bool value) override { return place(Json(value)); }
+  bool number_integer(number_integer_t value) override { return place(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return place(Json(value)); }
+  bool number_float(number_float_t value, const string_t&) override { return place(Json(value)); }
+  bool string(string_t& value) override { return place(Json(std::move(value))); }
+  bool binary(binary_t& value) override { return place(Json(std::move(value))); }
+
+  bool start_object(std::size_t) override { return enter(Json::object()); }
+  bool start_array(std::size_t) override { return enter(Json::array()); }
+  bool end_object() override { return leave(); }
+  bool end_array() override { return leave(); }
+
+  bool key(string_t& key) override {
+    Frame& frame = frames_.back();
+    if (frame.value->contains(key)) duplicates_.push_back(path_to(key));
+    frame.key = key;
+    frame.member = &(*frame.value)[key];
     return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    throw error;  // a syntax error, or a number beyond a double
   }
 
  private:
   struct Frame {
-    bool is_object;
-    std::set<std::string> keys;
-    std::string key;    // current member key (objects)
-    long next_index;    // next element index (arrays)
+    Json* value;
+    std::string key;         // the member being read (objects), or "[i]" (arrays)
+    Json* member = nullptr;  // where that member's value goes (objects)
   };
 
-  // A value starts inside the innermost frame: arrays count their elements.
-  void enter_value() {
-    if (!frames_.empty() && !frames_.back().is_object) {
-      frames_.back().key = "[" + std::to_string(frames_.back().next_index++) + "]";
+  // Puts `value` where the parser is and returns true; returns where it went.
+  bool place(Json value) {
+    put(std::move(value));
+    return true;
+  }
+  Json* put(Json value) {
+    if (frames_.empty()) {
+      document_ = std::move(value);
+      return &document_;
     }
+    Frame& frame = frames_.back();
+    if (frame.value->is_array()) {
+      frame.key = "[" + std::to_string(frame.value->size()) + "]";
+      frame.value->push_back(std::move(value));
+      return &frame.value->back();
+    }
+    *frame.member = std::move(value);
+    return frame.member;
+  }
+  bool enter(Json container) {
+    Json* placed = put(std::move(container));
+    frames_.push_back(Frame{placed, ""});
+    if (frames_.size() > kMaxDepth) throw TooDeep{};
+    return true;
+  }
+  bool leave() {
+    frames_.pop_back();
+    return true;
   }
 
   std::string path_to(const std::string& last_key) const {
     std::string path;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
       const Frame& frame = frames_[i];
-      if (frame.is_object) path += (path.empty() ? "" : ".") + frame.key;
+      if (frame.value->is_object()) path += (path.empty() ? "" : ".") + frame.key;
       else path += frame.key;
     }
     return path + (path.empty() ? "" : ".") + last_key;
   }
 
+  Json document_;
   std::vector<Frame> frames_;
   std::vector<std::string>& duplicates_;
 };
-
 
 // Parses what `first`..`last` yield, with the checks of parse_json_document.
 template <class Iterator>
 Json parse_checked(Iterator first, Iterator last, const std::string& file, std::vector<Diagnostic>& diagnostics) {
   std::vector<std::string> duplicates;
-  Json document;
+  CheckedDocumentBuilder builder(duplicates);
   try {
-    document = Json::parse(first, last, DuplicateKeyFinder(duplicates), /*allow_exceptions=*/true,
-                           /*ignore_comments=*/true);
+    Json::sax_parse(first, last, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                    /*ignore_comments=*/true);
   } catch (const Json::exception& error) {  // syntax errors and numbers beyond a double
     std::string message = error.what();
     const auto prefix_end = message.find("] ");
@@ -112,7 +134,7 @@ Json parse_checked(Iterator first, Iterator last, const std::string& file, std::
     diagnostics.push_back({file, path, "key given twice (the second would silently win); keep one"});
   }
   if (!duplicates.empty()) return nullptr;
-  return document;
+  return std::move(builder.document());
 }
 
 // "64 MiB", "16 GiB": a bound as the refusal names it.

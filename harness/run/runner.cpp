@@ -177,14 +177,9 @@ class CaseDumper {
     }
     if (existing != ExistingResults::resume || !fs::exists(index)) return;
     std::vector<Diagnostic> diagnostics;
-    std::string text;
-    if (read_text_file(index, text, diagnostics)) {
-      const Json previous = parse_json_document(text, index, diagnostics);
-      if (diagnostics.empty() && previous.contains("arrays") && previous["arrays"].is_array()) {
-        index_ = previous["arrays"];
-      }
-    }
+    const Json previous = parse_json_file(index, kResultsFileBound, diagnostics);  // a file attnbench wrote
     if (!diagnostics.empty()) throw InputError(diagnostics);
+    if (previous.contains("arrays") && previous["arrays"].is_array()) index_ = previous["arrays"];
   }
   bool enabled() const { return !directory_.empty(); }
   void keep_lock_across_exec() {

@@ -30,9 +30,10 @@ struct FileSizeBound {
 inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;  // 64 MiB
 inline constexpr FileSizeBound kInputFileBound{kMaxInputFileBytes, "an input file"};
 
-// Results files and journals, which attnbench writes itself and must always
-// read back: a 100,000-case sweep at 1,000 samples per record is about
-// 3 GiB (docs/results.md, "How large a results file grows").
+// Results files, journals and dump indexes, which attnbench writes itself and
+// must always read back: a 100,000-record sweep is 536 MB at 20 samples per
+// record and about 2.3 GB at 1,000 (docs/results.md, "How large a results
+// file grows").
 inline constexpr std::size_t kMaxResultsFileBytes = std::size_t{16} << 30;  // 16 GiB
 inline constexpr FileSizeBound kResultsFileBound{kMaxResultsFileBytes, "a results file"};
 

@@ -88,6 +88,17 @@ const JsonSchema& header_schema() {
   return schema;
 }
 
+// A "crashed" entry's content: {"scenario", "case_key", "implementation", "signal"}.
+bool is_crash_entry(const Json& crash) {
+  if (!crash.is_object() || crash.size() != 4 || !crash.contains("signal") || !crash["signal"].is_number_integer()) {
+    return false;
+  }
+  for (const char* key : {"scenario", "case_key", "implementation"}) {
+    if (!crash.contains(key) || !crash[key].is_string()) return false;
+  }
+  return true;
+}
+
 // The checksum a line says it has, or false when it does not open with one.
 bool stated_checksum(std::string_view line, std::string& hex) {
   if (line.size() < kChecksumPrefixLength || line.substr(0, kChecksumOpening.size()) != kChecksumOpening ||
@@ -114,10 +125,11 @@ class JournalReader {
     const bool shaped = entry.is_object() && entry.size() == 3 && entry.contains("seq") &&
                         entry["seq"].is_number_unsigned() &&
                         ((entry.contains("record") && entry["record"].is_object()) ||
-                         (entry.contains("device") && entry["device"].is_object()));
+                         (entry.contains("device") && entry["device"].is_object()) ||
+                         (entry.contains("crashed") && is_crash_entry(entry["crashed"])));
     if (!shaped) {
-      return problem(where, "is not a journal entry ({\"crc32c\": …, \"seq\": N, \"record\" or \"device\": {…}}); "
-                            "the journal was damaged after it was written");
+      return problem(where, "is not a journal entry ({\"crc32c\": …, \"seq\": N, \"record\", \"device\" or "
+                            "\"crashed\": {…}}); the journal was damaged after it was written");
     }
     if (hex32(line_checksum(run_id_, text.substr(kChecksumPrefixLength))) != hex) {
       return problem(where, "fails its checksum: the line was edited or damaged after it was written, or comes "
@@ -132,8 +144,10 @@ class JournalReader {
     ++contents_.entries;
     if (entry.contains("record")) {
       contents_.records.push_back(std::move(entry["record"]));
-    } else {
+    } else if (entry.contains("device")) {
       contents_.devices.push_back(std::move(entry["device"]));
+    } else {
+      contents_.crashes.push_back(std::move(entry["crashed"]));
     }
   }
 

@@ -3,7 +3,9 @@
 // and when it is folded into the results file:
 // - Line 1 is the header: the run's id (the `run_id` of its results file),
 //   its start time and identity. Each later line is one entry,
-//   {"record": {...}} or {"device": {...}}.
+//   {"record": {...}}, {"device": {...}}, or {"crashed": {"scenario",
+//   "case_key", "implementation", "signal"}}, written by a fatal-signal
+//   handler when the process crashed in a case (harness/results/crash_note.hpp).
 // - Every line carries a sequence number (`seq`: 0 for the header, then 1, 2,
 //   ...) and a CRC-32C over the run id and the rest of the line, so an entry
 //   that was edited, damaged, moved, or copied from another run's journal is
@@ -47,7 +49,8 @@ struct JournalContents {
   nlohmann::ordered_json header;
   std::vector<nlohmann::ordered_json> devices;
   std::vector<nlohmann::ordered_json> records;
-  std::size_t entries = 0;  // whole entry lines (records and devices), numbered 1..entries
+  std::vector<nlohmann::ordered_json> crashes;  // {"scenario", "case_key", "implementation", "signal"}
+  std::size_t entries = 0;  // whole entry lines (records, devices, crashes), numbered 1..entries
   bool torn_tail = false;   // the last line was cut short by a kill during its write, and ignored
 };
 
@@ -72,6 +75,12 @@ class JournalWriter {
   // to the disk. On an error the journal is cut back to its earlier length and
   // FileWriteError is thrown.
   void append(const std::vector<nlohmann::ordered_json>& entries);
+
+  // Where a CrashNote writes: the descriptor, the run id its line's checksum
+  // covers, and the sequence number the next line takes.
+  int descriptor() const { return descriptor_; }
+  const std::string& run_id() const { return run_id_; }
+  std::uint64_t next_seq() const { return next_seq_; }
 
   // Closes and deletes the journal (its entries are in the results file), and
   // syncs the directory. Throws FileWriteError when it cannot be deleted.

@@ -227,8 +227,33 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
   }
   for (std::size_t i : journaled) document.add_record(std::move(saved_.journal->records[i]));
   resumed.from_journal = journaled.size();
+  if (saved_.journal) {
+    for (const Json& crash : saved_.journal->crashes) {
+      if (!document.has_record(crash["scenario"].get<std::string>(), crash["case_key"].get<std::string>(),
+                               crash["implementation"].get<std::string>())) {
+        crashes_.push_back(crash);
+      }
+    }
+  }
   saved_ = SavedRun{};
   return resumed;
+}
+
+std::unique_ptr<CrashNote> ResultsOutput::note_crashes_in(const std::string& scenario, const std::string& case_key,
+                                                          const std::string& implementation) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return std::make_unique<CrashNote>(journal_->descriptor(), journal_->run_id(), journal_->next_seq(), scenario,
+                                     case_key, implementation);
+}
+
+int ResultsOutput::crashed_in(const std::string& scenario, const std::string& case_key,
+                              const std::string& implementation) const {
+  for (const Json& crash : crashes_) {
+    if (crash["scenario"] == scenario && crash["case_key"] == case_key && crash["implementation"] == implementation) {
+      return crash["signal"].get<int>();
+    }
+  }
+  return 0;
 }
 
 void ResultsOutput::start(ResultsDocument document) {

@@ -235,6 +235,7 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
       }
     }
   }
+  resumed.crashes = crashes_.size();
   saved_ = SavedRun{};
   return resumed;
 }

@@ -54,7 +54,8 @@ struct SavedRun {
 struct ResumedRecords {
   std::size_t from_results_file = 0;
   std::size_t from_journal = 0;
-  std::size_t journal_entries = 0;  // whole entry lines, records and devices
+  std::size_t journal_entries = 0;  // whole entry lines: records, devices and crashes
+  std::size_t crashes = 0;          // "crashed" entries without a record: recorded as failed, not run again
   bool torn_tail = false;           // the journal's last line was cut short and ignored
 };
 

@@ -792,6 +792,10 @@ void print_resume_note(const ResultsOutput& output, const ResumedRecords& resume
   if (resumed.journal_entries > 0) note += " (entries 1-" + std::to_string(resumed.journal_entries) + ", in sequence)";
   note += "; " + std::to_string(total_cases - cases_done) + " of " + std::to_string(total_cases) +
           " cases have no record in either and run now";
+  if (resumed.crashes > 0) {
+    note += "; " + count_of(resumed.crashes, "implementation") + " crashed the process in a case before and " +
+            (resumed.crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  }
   if (resumed.torn_tail) {
     note += "; the journal's last line was cut short (the run was killed while writing it) and is ignored, so its "
             "case is among them";

@@ -384,5 +384,4 @@ void ResultsDocument::mark_complete() {
   sort_records(document_["records"], document_["scenarios"]);
 }
 
-
 }  // namespace attnbench

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <set>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <tuple>

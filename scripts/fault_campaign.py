@@ -13,9 +13,9 @@ The faults library (tests/syscall_faults.cpp, built with the tests) is
 preloaded to kill the run at a chosen system call. Mounting a full or
 read-only file system (tmpfs) needs root; without it those trials are
 skipped and counted as such. It prints one line per kind of trial and the
-counts; it exits 1 when a trial fails. Its 130 trials took 10.4 minutes on
-the 2-core development VM at a load average of about 10 (--quick: a third of
-the random trials).
+counts; it exits 1 when a trial fails. Its 130 trials took 10 to 20 minutes
+on the 2-core development VM at load averages of 10 to 14 (--quick: a third
+of the random trials).
 """
 import argparse
 import json

@@ -335,6 +335,7 @@ TEST_F(CliResultsFaults, EveryNameTheRunMakesOrRemovesIsSyncedAndItsWriteProbeLe
 
 TEST_F(CliResultsFaults, ASampleThatSpansAStopOfTheProcessIsMarked) {
   Json scenario = Json::parse(sweep_scenario(1, 32));
+  scenario["sweep"]["seqlen"] = {512};  // samples of milliseconds: a stop falls in one, not between two
   scenario["measure"]["max_samples"] = 1000000;
   scenario["measure"]["target_ci_width"] = 1e-9;  // samples until max_seconds
   scenario["measure"]["max_seconds"] = 1.0;

@@ -2,7 +2,6 @@
 
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 
 #include "harness/errors.hpp"
@@ -14,26 +13,27 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// How often the process was continued after a stop (SIGSTOP, Ctrl-Z): a
-// sample during which it changes spans the time the process was stopped.
-std::atomic<unsigned> continued_count{0};
-static_assert(std::atomic<unsigned>::is_always_lock_free, "updated in a signal handler");
+sigset_t continue_only() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCONT);
+  return set;
+}
 
-void count_continue(int) { continued_count.fetch_add(1, std::memory_order_relaxed); }
-
-// Installs the SIGCONT handler that counts, once per process.
-void watch_for_stops() {
-  static const bool installed = [] {
-    struct sigaction action {};
-    action.sa_handler = count_continue;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    return sigaction(SIGCONT, &action, nullptr) == 0;
-  }();
-  static_cast<void>(installed);
+// Takes a SIGCONT waiting for this thread (a continuation after a stop, held
+// pending by keep_continuations_pending()); true when there was one.
+bool took_continuation() {
+  const sigset_t set = continue_only();
+  const timespec no_wait{0, 0};
+  return sigtimedwait(&set, nullptr, &no_wait) == SIGCONT;
 }
 
 }  // namespace
+
+void keep_continuations_pending() {
+  const sigset_t set = continue_only();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario_settings,
                                                  const std::string& scenario_path) const {
@@ -76,19 +76,18 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
   result.warmup_seconds = seconds_since(warmup_start);
   if (phase) phase("timing");
 
-  watch_for_stops();
+  keep_continuations_pending();
+  took_continuation();  // a stop before the samples is none of theirs
   const auto sampling_start = std::chrono::steady_clock::now();
   double sampled_seconds = 0;
   RunningMedianInterval median_interval;
   for (;;) {
     before_sample();
-    const unsigned continued_before = continued_count.load(std::memory_order_relaxed);
+    took_continuation();  // a stop between samples is none of this one's
     timer.start();
     call();
     const double elapsed = timer.stop();
-    if (continued_count.load(std::memory_order_relaxed) != continued_before) {
-      result.stopped_samples.push_back(result.samples_seconds.size());
-    }
+    if (took_continuation()) result.stopped_samples.push_back(result.samples_seconds.size());
     result.samples_seconds.push_back(elapsed);
     median_interval.add(elapsed);
     sampled_seconds += elapsed;

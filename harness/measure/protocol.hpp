@@ -15,6 +15,14 @@
 
 namespace attnbench {
 
+// Blocks SIGCONT in the calling thread, and so in every thread it starts
+// later. A stopped process still continues on SIGCONT, but the signal stays
+// pending until measure() takes it: that is how a sample that spans a stop
+// (SIGSTOP, Ctrl-Z) is told, whichever thread the kernel would have handed
+// the signal to. main() calls it first, before any thread starts; measure()
+// calls it for its own thread.
+void keep_continuations_pending();
+
 struct MeasureSettings {
   int warmup_min_iterations = 2;
   double warmup_min_seconds = 0.05;

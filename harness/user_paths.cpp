@@ -58,9 +58,18 @@ void prepare_directory(const std::string& directory, const std::string& option) 
     if (error) throw InputError(option + ": cannot create the directory " + named + " (" + error.message() + ")");
   }
   // A probe file, not access(2): it also catches a read-only file system and
-  // ignores what root may bypass.
+  // ignores what root may bypass. The probe has no name (O_TMPFILE), so a kill
+  // leaves nothing behind; a file system without such files gets a named probe.
+  int descriptor = open(shown.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (descriptor >= 0) {
+    close(descriptor);
+    return;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR) {
+    throw InputError(option + ": cannot write into the directory " + named + " (" + std::strerror(errno) + ")");
+  }
   const std::string probe = (fs::path(shown) / (".attnbench-probe-" + std::to_string(getpid()))).string();
-  const int descriptor = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  descriptor = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (descriptor < 0) {
     throw InputError(option + ": cannot write into the directory " + named + " (" + std::strerror(errno) + ")");
   }

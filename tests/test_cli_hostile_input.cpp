@@ -243,13 +243,20 @@ TEST_F(HostileInput, OnlyRegularFilesOfBoundedSizeAreRead) {
   const fs::path huge = path("huge.json");
   std::ofstream(huge).close();
   fs::resize_file(huge, (std::uintmax_t{64} << 20) + 1);  // sparse: no disk used
-  const std::string limit = "huge.json: is larger than 64 MiB";
+  const std::string limit = "huge.json: is larger than 64 MiB, the most an input file may hold";
   expect_refused(run_attnbench_bounded({"validate", huge.string()}), limit);
-  expect_refused(run_attnbench_bounded({"report", huge.string(), "--table", "fig2"}), limit);
   const std::string results = tiny_results("a.json");
-  expect_refused(run_attnbench_bounded({"compare", results, huge.string()}), limit);
   expect_refused(run_attnbench_bounded({"compare", results, results, "--config", huge.string()}), limit);
   expect_refused(run_attnbench_bounded({"compare", "/dev/zero", results}), "is not a regular file");
+  // Results files are files attnbench writes itself: bounded at 16 GiB, and
+  // one that is no JSON is refused at its first byte, not read whole.
+  expect_refused(run_attnbench_bounded({"report", huge.string(), "--table", "fig2"}), "huge.json: not valid JSON");
+  const fs::path larger = path("larger.json");
+  std::ofstream(larger).close();
+  fs::resize_file(larger, (std::uintmax_t{16} << 30) + 1);
+  const std::string results_limit = "larger.json: is larger than 16 GiB, the most a results file may hold";
+  expect_refused(run_attnbench_bounded({"report", larger.string(), "--table", "fig2"}), results_limit);
+  expect_refused(run_attnbench_bounded({"compare", results, larger.string()}), results_limit);
 }
 
 // ---- 13.5: malformed results files ----

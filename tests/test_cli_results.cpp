@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cli_test_support.hpp"
+#include "results_test_support.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
@@ -40,97 +41,11 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace test;
 
-// `cases` small forward cases of one implementation, each warmed up for
-// `warmup_seconds`.
-std::string sweep_scenario(int cases, int head_dim = 32, double max_seconds = 0.02, double warmup_seconds = 0) {
-  Json seqlens = Json::array();
-  for (int i = 0; i < cases; ++i) seqlens.push_back(16 + i);
-  return Json{{"name", "sweep"},
-              {"description", "small cases"},
-              {"defaults", {{"batch", 1}, {"heads", 1}, {"head_dim", head_dim}, {"direction", "fwd"}}},
-              {"sweep", {{"seqlen", seqlens}}},
-              {"implementations", {"cpu.flash"}},
-              {"accuracy", {{"check", false}}},
-              {"measure", {{"cache", "hot"}, {"warmup_min_iterations", 0}, {"warmup_min_seconds", warmup_seconds},
-                           {"min_samples", 2}, {"max_samples", 3}, {"min_seconds", 0}, {"max_seconds", max_seconds}}}}
-      .dump(1);
-}
-
-// The binary started in the background, its output in `log`; a file-size
-// limit (RLIMIT_FSIZE, bytes) when given.
-pid_t start_attnbench(const std::vector<std::string>& arguments, const fs::path& log,
-                      std::optional<rlim_t> file_size_limit = std::nullopt) {
-  const pid_t child = fork();
-  if (child != 0) return child;
-  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  dup2(out, STDOUT_FILENO);
-  dup2(out, STDERR_FILENO);
-  if (file_size_limit) {
-    const rlimit limit{*file_size_limit, *file_size_limit};
-    setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  std::vector<std::string> all{ATTNBENCH_BINARY};
-  all.insert(all.end(), arguments.begin(), arguments.end());
-  std::vector<char*> argv;
-  for (std::string& argument : all) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  execv(ATTNBENCH_BINARY, argv.data());
-  _exit(127);
-}
-
-struct Ended {
-  bool exited = false;
-  int code = -1;    // when exited
-  int signal = 0;   // when killed by a signal
-};
-
-Ended wait_for(pid_t child) {
-  int status = 0;
-  waitpid(child, &status, 0);
-  Ended ended;
-  ended.exited = WIFEXITED(status);
-  ended.code = ended.exited ? WEXITSTATUS(status) : -1;
-  ended.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  return ended;
-}
-
-// Waits (up to 10 s) until `ready` holds.
-template <class Condition>
-bool wait_until(Condition ready) {
-  for (int i = 0; i < 1000; ++i) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-std::size_t journal_records(const fs::path& journal) {
-  std::ifstream in(journal);
-  std::size_t lines = 0;
-  for (std::string line; std::getline(in, line);) lines += line.rfind("{\"record\"", 0) == 0 ? 1 : 0;
-  return lines;
-}
-
 class CliResults : public TempDirectoryTest {
  protected:
   std::string p(const std::string& name) const { return path(name).string(); }
 
-  // Every (case_key, implementation) of a results file, with how often it appears.
-  static std::multiset<std::string> cells(const Json& results) {
-    std::multiset<std::string> found;
-    for (const Json& record : results["records"]) {
-      found.insert(record["case_key"].get<std::string>() + " " + record["implementation"].get<std::string>());
-    }
-    return found;
-  }
-
-  // No lock, journal or temporary is left beside `results`.
-  void expect_nothing_beside(const fs::path& results) const {
-    for (const auto& entry : fs::directory_iterator(directory_)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind(results.filename().string() + ".", 0) == 0) ADD_FAILURE() << "left behind: " << name;
-    }
-  }
+  void expect_nothing_beside(const fs::path& results) const { test::expect_nothing_beside(directory_, results); }
 
   // A finished run of `scenario` into `output`, then made to look interrupted
   // after its first `kept` records.
@@ -252,10 +167,13 @@ TEST_F(CliResults, AJournalRecordAlreadyInTheResultsFileIsKeptOnce) {
   const fs::path scenario = write("sweep.json", sweep_scenario(3));
   const fs::path output = path("r.json");
   const Json partial = unfinished_run(scenario, output, 2);
-  const Json header{{"journal", kJournalSchemaId}, {"results_file", output.string()},
-                    {"started_at", partial["started_at"]}, {"run", run_identity(partial)}};
-  std::ofstream(journal_path(output.string())) << header.dump() << "\n"
-                                               << Json{{"record", partial["records"][1]}}.dump() << "\n";
+  const std::string run_id = partial["run_id"].get<std::string>();
+  const std::string header = journal_line(Json{{"seq", 0}, {"journal", kJournalSchemaId}, {"run_id", run_id},
+                                               {"results_file", output.string()},
+                                               {"started_at", partial["started_at"]}, {"run", run_identity(partial)}},
+                                          run_id);
+  const auto entry = [&](const Json& record) { return journal_line(Json{{"seq", 1}, {"record", record}}, run_id); };
+  std::ofstream(journal_path(output.string())) << header << entry(partial["records"][1]);
   const std::string resume = "run " + scenario.string() + " --threads 2 -o " + output.string() + " --resume";
   const CommandResult resumed = run_attnbench(resume);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
@@ -268,7 +186,7 @@ TEST_F(CliResults, AJournalRecordAlreadyInTheResultsFileIsKeptOnce) {
   write_file_atomically(output.string(), partial.dump(1) + "\n");
   Json changed = partial["records"][1];
   changed["timing"]["wall_seconds"] = 123.0;
-  std::ofstream(journal_path(output.string())) << header.dump() << "\n" << Json{{"record", changed}}.dump() << "\n";
+  std::ofstream(journal_path(output.string())) << header << entry(changed);
   const CommandResult refused = run_attnbench(resume);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find(journal_path(output.string()) + ": record 1: is a second record of"),
@@ -276,12 +194,12 @@ TEST_F(CliResults, AJournalRecordAlreadyInTheResultsFileIsKeptOnce) {
       << refused.output;
 
   // Journal entries are checked against the results schema like the file's records.
-  std::ofstream(journal_path(output.string())) << header.dump() << "\n" << R"({"record": {"scenario": "sweep"}})" << "\n";
+  std::ofstream(journal_path(output.string())) << header << entry(Json{{"scenario", "sweep"}});
   const CommandResult malformed = run_attnbench(resume);
   EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
   EXPECT_NE(malformed.output.find(journal_path(output.string()) + ": record 1: missing required key"), std::string::npos)
       << malformed.output;
-  std::ofstream(journal_path(output.string())) << R"({"journal": "attnbench.journal/1", "run": 7})" << "\n";
+  std::ofstream(journal_path(output.string())) << R"({"journal": "attnbench.journal/2", "run": 7})" << "\n";
   const CommandResult bad_header = run_attnbench(resume);
   EXPECT_EQ(bad_header.exit_code, 2) << bad_header.output;
   EXPECT_NE(bad_header.output.find(": line 1: not an attnbench journal header"), std::string::npos) << bad_header.output;
@@ -461,7 +379,9 @@ TEST_F(CliResults, KilledAtRandomPointsAndResumedEveryRecordIsThereOnce) {
 TEST_F(CliResults, AWriteThatFailsMidRunExitsFourAndResumeFinishes) {
   const fs::path scenario = write("sweep.json", sweep_scenario(8));
   const fs::path output = path("r.json");
-  const pid_t run = start_attnbench({"run", scenario.string(), "-o", output.string()}, path("run.log"), 12000);
+  StartOptions limited;
+  limited.file_size_limit = 12000;
+  const pid_t run = start_attnbench({"run", scenario.string(), "-o", output.string()}, path("run.log"), limited);
   const Ended ended = wait_for(run);
   const std::string log = read_text(path("run.log"));
   EXPECT_EQ(ended.code, 4) << log;

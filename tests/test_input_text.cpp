@@ -57,6 +57,40 @@ TEST_F(InputFiles, RefusesFilesOverTheLimit) {
   fs::resize_file(over, kMaxInputFileBytes + 1);
   EXPECT_EQ(read_problem(limit.string()), "") << "exactly the limit is allowed";
   EXPECT_EQ(read_problem(over.string()), "is larger than 64 MiB, the most an input file may hold");
+
+  // Results files, which attnbench writes itself, are read far beyond it.
+  const fs::path results_over = path("results_over.json");
+  std::ofstream(results_over).close();
+  fs::resize_file(results_over, kMaxResultsFileBytes + 1);
+  std::vector<Diagnostic> diagnostics;
+  std::string text;
+  EXPECT_FALSE(read_text_file(results_over.string(), text, diagnostics, kResultsFileBound));
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].message, "is larger than 16 GiB, the most a results file may hold");
+  diagnostics.clear();
+  EXPECT_TRUE(parse_json_file(over.string(), kResultsFileBound, diagnostics).is_null());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].message.rfind("not valid JSON", 0), 0u) << "read as text, not refused for its size";
+}
+
+TEST_F(InputFiles, ParsesAFileAsItIsRead) {
+  std::string content = "// comment\n{\"a\": [";
+  for (int i = 0; i < 300000; ++i) content += std::to_string(i) + ",";  // pieces of 1 MiB
+  content += "-1], \"b\": \"x\"}";
+  const fs::path file = write("a.json", content);
+  std::vector<Diagnostic> diagnostics;
+  const auto parsed = parse_json_file(file.string(), kInputFileBound, diagnostics);
+  EXPECT_TRUE(diagnostics.empty());
+  EXPECT_EQ(parsed["a"].size(), 300001u);
+  EXPECT_EQ(parsed["b"], "x");
+  write("twice.json", "{\"a\": 1, \"a\": 2}");
+  EXPECT_TRUE(parse_json_file(path("twice.json").string(), kInputFileBound, diagnostics).is_null());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].path, "a");
+  diagnostics.clear();
+  EXPECT_TRUE(parse_json_file(directory_.string(), kInputFileBound, diagnostics).is_null());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].message, "is a directory, not a file");
 }
 
 TEST(UserPaths, RefusesNamesNoFileSystemHolds) {

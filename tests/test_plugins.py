@@ -276,6 +276,8 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertEqual([entry["crashed"]["signal"] for entry in journal if "crashed" in entry], [6])
         resumed = self.attnbench(*arguments, "--resume")
         self.assertEqual(resumed.returncode, 1, resumed.stdout + resumed.stderr)
+        self.assertIn("1 implementation crashed the process in a case before and is recorded as failed there, "
+                      "not run again", resumed.stderr)
         document = self.validated(output)
         self.assertTrue(document["complete"])
         records = {(r["case_index"], r["implementation"]): r for r in document["records"]}

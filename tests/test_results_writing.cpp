@@ -1,9 +1,13 @@
 // The pieces a run writes its results with: the lock (a second process is
 // refused and named; the lock survives exec; a lock file nobody holds is taken
-// over), stale temporaries, the journal (a cut-short last line is ignored, a
-// damaged line is bad input, a full disk names the file), and the comparison
-// --resume and merge share (run identities, record membership).
+// over; another writer's lock file is never removed; nothing is written into a
+// directory made after the lock under its name), stale temporaries, the
+// journal (a cut-short last line is ignored; a damaged, edited, reordered or
+// foreign line is bad input naming the line; a full disk names the file), and
+// the comparison --resume and merge share (run identities, record membership,
+// timing statistics that contradict their samples).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,67 +132,173 @@ TEST_F(ResultsWriting, TemporariesOfProcessesThatNoLongerRunAreRemoved) {
   EXPECT_TRUE(fs::exists(unrelated));
 }
 
-const Json kHeader = {{"journal", kJournalSchemaId},
+const std::string kRunId = "0123456789abcdef0123456789abcdef";
+const Json kHeader = {{"seq", 0},
+                      {"journal", kJournalSchemaId},
+                      {"run_id", kRunId},
                       {"results_file", "out.json"},
                       {"started_at", "2026-01-01T00:00:00Z"},
                       {"run", {{"git_revision", "abc1234"}, {"threads", 1}, {"filter", nullptr}, {"shard", nullptr},
                                {"scenarios", Json::array()}}}};
 
+// A journal entry line of run `run_id`.
+std::string entry_line(std::uint64_t seq, const Json& record, const std::string& run_id = kRunId) {
+  return journal_line(Json{{"seq", seq}, {"record", record}}, run_id);
+}
+
+// The message read_journal throws for `journal`, or "" when it reads it.
+std::string journal_problem(const std::string& journal) {
+  try {
+    read_journal(journal);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
 TEST_F(ResultsWriting, TheJournalKeepsEveryWholeLineAndIgnoresOneCutShort) {
+  const FileLock lock(path("out.json"), "-o out.json");
   const std::string journal = path("out.json.journal");
   {
-    JournalWriter writer(journal, kHeader);
+    JournalWriter writer(lock, kHeader);
     writer.append({Json{{"device", {{"kind", "cpu"}, {"name", "x"}}}}, Json{{"record", {{"n", 1}}}}});
     writer.append({Json{{"record", {{"n", 2}}}}});
   }
-  std::ofstream(journal, std::ios::app) << R"({"record": {"n": 3)";  // killed while writing
+  std::ofstream(journal, std::ios::app) << entry_line(4, {{"n", 3}}).substr(0, 30);  // killed while writing
   const JournalContents contents = read_journal(journal);
   EXPECT_EQ(contents.header, kHeader);
   ASSERT_EQ(contents.records.size(), 2u);
   EXPECT_EQ(contents.records[1]["n"], 2);
   ASSERT_EQ(contents.devices.size(), 1u);
+  EXPECT_EQ(contents.entries, 3u);
   EXPECT_TRUE(contents.torn_tail);
+  EXPECT_FALSE(fs::exists(temporary_path(path("out.json")))) << "the header was renamed into place";
+}
+
+TEST_F(ResultsWriting, EveryJournalLineCarriesItsSequenceAndAChecksumOfItsRun) {
+  const std::string line = entry_line(7, {{"n", 1}});
+  EXPECT_EQ(line.rfind("{\"crc32c\":\"", 0), 0u) << line;
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(Json::parse(line)["seq"], 7) << "a line is JSON";
+  EXPECT_NE(line, entry_line(7, {{"n", 1}}, "ffffffffffffffffffffffffffffffff")) << "the run id is in the checksum";
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u) << "the CRC-32C check value";
+}
+
+TEST_F(ResultsWriting, AJournalLineEditedOutOfSequenceOrOfAnotherRunIsBadInputNamingTheLine) {
+  const std::string journal = path("out.json.journal");
+  const std::string header = journal_line(kHeader, kRunId);
+  std::string edited = entry_line(2, {{"n", 2}});
+  edited.replace(edited.find("\"n\":2"), 5, "\"n\":9");
+  std::ofstream(journal) << header << entry_line(1, {{"n", 1}}) << edited
+                         << entry_line(3, {{"n", 3}}, "ffffffffffffffffffffffffffffffff") << entry_line(5, {{"n", 5}});
+  const std::string problem = journal_problem(journal);
+  for (const std::string& expected :
+       {journal + ": line 3: fails its checksum", journal + ": line 4: fails its checksum",
+        journal + ": line 5: is entry 5 where entry 2 comes next"}) {
+    EXPECT_NE(problem.find(expected), std::string::npos) << expected << "\n" << problem;
+  }
+  std::ofstream(journal) << header << entry_line(1, {{"n", 1}}) << entry_line(1, {{"n", 1}});
+  EXPECT_NE(journal_problem(journal).find("line 3: is entry 1 where entry 2 comes next"), std::string::npos)
+      << "a repeated line";
+  std::string header_edited = header;
+  header_edited.replace(header_edited.find("abc1234"), 7, "abc1235");
+  std::ofstream(journal) << header_edited;
+  EXPECT_NE(journal_problem(journal).find("line 1: the header fails its checksum"), std::string::npos);
+}
+
+TEST_F(ResultsWriting, AJournalWithNoWholeLineHasNoHeaderAndNoRecord) {
+  const std::string journal = path("out.json.journal");
+  std::ofstream(journal).close();
+  EXPECT_TRUE(read_journal(journal).header.is_null());
+  std::ofstream(journal) << journal_line(kHeader, kRunId).substr(0, 40);
+  const JournalContents torn = read_journal(journal);
+  EXPECT_TRUE(torn.header.is_null());
+  EXPECT_TRUE(torn.torn_tail);
+  EXPECT_TRUE(torn.records.empty());
 }
 
 TEST_F(ResultsWriting, ADamagedJournalLineIsBadInputNamingTheLine) {
   const std::string journal = path("out.json.journal");
-  std::ofstream(journal) << kHeader.dump() << "\n" << R"({"record": {"n": 1}})" << "\nnot json\n"
-                         << R"({"record": {"n": 2}})" << "\n";
-  try {
-    read_journal(journal);
-    FAIL() << "expected InputError";
-  } catch (const InputError& error) {
-    EXPECT_NE(std::string(error.what()).find(journal + ": line 3: is not a journal entry"), std::string::npos)
-        << error.what();
-  }
-  std::ofstream(journal) << R"({"record": {"n": 1}})" << "\n";
-  EXPECT_THROW(read_journal(journal), InputError) << "no header";
+  std::ofstream(journal) << journal_line(kHeader, kRunId) << entry_line(1, {{"n", 1}}) << "not json\n"
+                         << entry_line(2, {{"n", 2}});
+  EXPECT_NE(journal_problem(journal).find(journal + ": line 3: is not a journal entry"), std::string::npos)
+      << journal_problem(journal);
+  std::ofstream(journal) << entry_line(1, {{"n", 1}});
+  EXPECT_NE(journal_problem(journal).find("line 1: not an attnbench journal header"), std::string::npos)
+      << "no header";
   Json without_threads = kHeader;
   without_threads["run"].erase("threads");
-  std::ofstream(journal) << without_threads.dump() << "\n";
-  try {
-    read_journal(journal);
-    FAIL() << "expected InputError";
-  } catch (const InputError& error) {
-    EXPECT_NE(std::string(error.what()).find("line 1: not an attnbench journal header"), std::string::npos)
-        << error.what();
-  }
+  std::ofstream(journal) << journal_line(without_threads, kRunId);
+  EXPECT_NE(journal_problem(journal).find("line 1: not an attnbench journal header"), std::string::npos)
+      << journal_problem(journal);
 }
 
 TEST_F(ResultsWriting, AFullDiskIsAWriteErrorNamingTheFile) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
-  const std::string journal = path("full.journal");
-  fs::create_symlink("/dev/full", journal);
+  const std::string results = path("full.json");
+  const FileLock lock(results, "-o " + results);
+  fs::create_symlink("/dev/full", temporary_path(results));
   try {
-    JournalWriter writer(journal, kHeader);
+    JournalWriter writer(lock, kHeader);
     FAIL() << "expected FileWriteError";
   } catch (const FileWriteError& error) {
-    EXPECT_EQ(error.path(), journal);
-    EXPECT_EQ(std::string(error.what()), "cannot write " + journal + ": No space left on device");
+    EXPECT_EQ(error.path(), journal_path(results));
+    EXPECT_EQ(std::string(error.what()), "cannot write " + journal_path(results) + ": No space left on device");
   }
-  const std::string results = path("full.json");
-  fs::create_symlink("/dev/full", results + ".tmp." + std::to_string(getpid()));
+  fs::create_symlink("/dev/full", temporary_path(results));
   EXPECT_THROW(write_file_atomically(results, "{}"), FileWriteError);
+  fs::create_symlink("/dev/full", temporary_path(results));
+  EXPECT_THROW(write_file_atomically(lock, "{}"), FileWriteError);
+}
+
+TEST_F(ResultsWriting, ALockFileMadeByAnotherWriterIsNeverRemoved) {
+  // This process's lock file is removed (as a releasing thread of it once
+  // did); another process then takes the name with a lock file of its own.
+  const std::string target = path("out.json");
+  FileLock lock(target, "-o " + target);
+  fs::remove(lock_file_path(target));
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t other = fork();
+  if (other == 0) {
+    const FileLock theirs(target, "-o " + target);
+    const char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  lock.release();
+  EXPECT_TRUE(fs::exists(lock_file_path(target))) << "the other writer's lock file is still there";
+  EXPECT_NE(lock_from_another_process(target).find("is being written by process " + std::to_string(other)),
+            std::string::npos);
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST_F(ResultsWriting, NothingIsWrittenIntoADirectoryMadeAfterTheLockUnderItsName) {
+  fs::create_directories(path("d"));
+  const std::string target = path("d/out.json");
+  const FileLock lock(target, "-o " + target);
+  EXPECT_NO_THROW(lock.check_in_place());
+  fs::remove_all(path("d"));
+  fs::create_directories(path("d"));  // another writer's directory now
+  EXPECT_THROW(lock.check_in_place(), OutputDisplacedError);
+  try {
+    write_file_atomically(lock, "{}");
+    FAIL() << "expected OutputDisplacedError";
+  } catch (const OutputDisplacedError& error) {
+    EXPECT_NE(std::string(error.what()).find("was deleted, moved or replaced"), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(fs::exists(target));
+
+  const std::string kept = path("kept.json");
+  const FileLock kept_lock(kept, "-o " + kept);
+  fs::remove(lock_file_path(kept));
+  EXPECT_THROW(kept_lock.check_in_place(), OutputDisplacedError) << "its lock file was removed";
 }
 
 Json scenario_entry(const std::string& name) {
@@ -319,6 +429,36 @@ TEST(RecordProblems, RecordsMustBelongToACaseAndAnImplementationOnceWithTheRunsS
   expected["tiny"].settings_required = false;  // merge: files from before records carried settings
   located = {{&no_settings, "f", "records[0]"}};
   EXPECT_EQ(messages(record_problems(located, expected)), "");
+}
+
+TEST(RecordProblems, TimingStatisticsThatContradictTheSamplesAreAnEditedRecord) {
+  ExpectedRecords expected;
+  expected["tiny"].case_index_by_key = {{"k0", 0}, {"k1", 1}, {"k2", 2}, {"k3", 3}};
+  expected["tiny"].implementations = {"cpu.flash"};
+  expected["tiny"].settings = Json{{"threads", 2}};
+  const auto timed = [](const std::string& key, std::size_t index) {
+    Json r = record("tiny", key, index, "cpu.flash");
+    r["timing"] = Json{{"samples_seconds", {0.002, 0.001, 0.003}},
+                       {"statistics", {{"count", 3}, {"min", 0.001}, {"p50", 0.002}, {"max", 0.003}, {"mean", 0.002}}}};
+    return r;
+  };
+  const Json good = timed("k0", 0);
+  Json other_median = timed("k1", 1);
+  other_median["timing"]["statistics"]["p50"] = 0.5;
+  Json stopped_sample = timed("k2", 2);
+  stopped_sample["timing"]["samples_seconds"][1] = 4.4;  // a sample changed, the statistics not
+  Json dropped_sample = timed("k3", 3);
+  dropped_sample["timing"]["samples_seconds"].erase(0);
+  const std::vector<Json> records = {good, other_median, stopped_sample, dropped_sample};
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    const std::vector<LocatedRecord> located = {{&records[0], "f", "records[0]"}, {&records[i], "f", "records[1]"}};
+    const std::string text = messages(record_problems(located, expected));
+    EXPECT_NE(text.find("f: records[1]: timing.statistics."), std::string::npos) << text;
+    EXPECT_NE(text.find("the record was changed after it was measured"), std::string::npos) << text;
+    EXPECT_EQ(text.find("records[0]"), std::string::npos) << text;
+  }
+  EXPECT_NE(messages(record_problems({{&records[1], "f", "r"}}, expected)).find("p50 is not the samples' median"),
+            std::string::npos);
 }
 
 TEST(RecordProblems, ManyRecordsWithOneProblemGiveOneMessageWithACount) {

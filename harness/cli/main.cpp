@@ -15,6 +15,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/cli/plugin_options.hpp"
 #include "harness/errors.hpp"
+#include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
 #include "harness/version.hpp"
 
@@ -91,6 +92,7 @@ std::vector<std::string> explain_parse_error(const CLI::App& app, int argc, char
 
 int main(int argc, char** argv) {
   using namespace attnbench;
+  keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
   try {
     CLI::App app{"attnbench: benchmarking and profiling harness for exact attention"};
     app.require_subcommand(1);

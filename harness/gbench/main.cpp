@@ -24,6 +24,7 @@
 #include "harness/errors.hpp"
 #include "harness/gbench/case_benchmark.hpp"
 #include "harness/host_info.hpp"
+#include "harness/measure/protocol.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/scenario/scenario.hpp"
@@ -198,6 +199,7 @@ int run(int argc, char** argv) {
 // Only here do errors become exit codes; messages go to stderr, so stdout stays
 // the reporter's (JSON with --benchmark_format=json).
 int main(int argc, char** argv) {
+  attnbench::keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
   try {
     return run(argc, argv);
   } catch (const InputError& error) {

@@ -1,5 +1,7 @@
 #include "harness/measure/protocol.hpp"
 
+#include <signal.h>
+
 #include <chrono>
 
 #include "harness/errors.hpp"
@@ -11,7 +13,27 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+sigset_t continue_only() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCONT);
+  return set;
+}
+
+// Takes a SIGCONT waiting for this thread (a continuation after a stop, held
+// pending by keep_continuations_pending()); true when there was one.
+bool took_continuation() {
+  const sigset_t set = continue_only();
+  const timespec no_wait{0, 0};
+  return sigtimedwait(&set, nullptr, &no_wait) == SIGCONT;
+}
+
 }  // namespace
+
+void keep_continuations_pending() {
+  const sigset_t set = continue_only();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario_settings,
                                                  const std::string& scenario_path) const {
@@ -56,14 +78,18 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
   result.warmup_seconds = seconds_since(warmup_start);
   if (phase) phase("timing");
 
+  keep_continuations_pending();
+  took_continuation();  // a stop before the samples is none of theirs
   const auto sampling_start = std::chrono::steady_clock::now();
   double sampled_seconds = 0;
   RunningMedianInterval median_interval;
   for (;;) {
     before_sample();
+    took_continuation();  // a stop between samples is none of this one's
     timer.start();
     call();
     const double elapsed = timer.stop();
+    if (took_continuation()) result.stopped_samples.push_back(result.samples_seconds.size());
     result.samples_seconds.push_back(elapsed);
     if (call_done) call_done(result.warmup_iterations, static_cast<int>(result.samples_seconds.size()));
     median_interval.add(elapsed);

@@ -1,6 +1,7 @@
 // The measurement protocol of docs/design.md §4, independent of the device: warm up,
 // take samples until the median is known well enough (or a limit is reached),
-// keep every raw sample. The stopping rule is checked after every sample at a
+// keep every raw sample, and note those that span a stop of the process
+// (SIGSTOP, Ctrl-Z). The stopping rule is checked after every sample at a
 // cost that does not grow with the sample count (RunningMedianInterval).
 #pragma once
 
@@ -13,6 +14,14 @@
 #include "harness/measure/statistics.hpp"
 
 namespace attnbench {
+
+// Blocks SIGCONT in the calling thread, and so in every thread it starts
+// later. A stopped process still continues on SIGCONT, but the signal stays
+// pending until measure() takes it: that is how a sample that spans a stop
+// (SIGSTOP, Ctrl-Z) is told, whichever thread the kernel would have handed
+// the signal to. main() calls it first, before any thread starts; measure()
+// calls it for its own thread.
+void keep_continuations_pending();
 
 struct MeasureSettings {
   int warmup_min_iterations = 2;
@@ -45,6 +54,9 @@ struct Measurement {
   double wall_seconds = 0;  // sampling phase, flushes included
   bool converged = false;
   std::string stop_reason;  // "converged", "max_samples" or "max_seconds"
+  // Indices of the samples during which the process was stopped and continued
+  // (SIGSTOP or Ctrl-Z, then SIGCONT): they are kept, and say so.
+  std::vector<std::size_t> stopped_samples;
   SampleStatistics statistics;
 };
 

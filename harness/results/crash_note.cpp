@@ -3,9 +3,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "harness/results/journal.hpp"
 
 namespace attnbench {
 namespace {
@@ -13,26 +17,45 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 constexpr std::size_t kLineCapacity = 4096;
 
-// What the handler reads: prepared while no note is armed, so it never sees half of it.
+// What the handler reads: prepared while no note is armed, so it never sees
+// half of it. The line is `{"crc32c":"XXXXXXXX",` + rest, rest being
+// `"seq":N,"crashed":{...,"signal":` + the signal + `}}`; the checksum covers
+// the run id and rest, so the handler carries the CRC of the part it knows
+// and adds the signal's digits.
 volatile sig_atomic_t armed = 0;
 int descriptor = -1;
-char line_prefix[kLineCapacity];  // {"crashed":{...,"signal":
-std::size_t prefix_length = 0;
+char rest_prefix[kLineCapacity];  // "seq":N,"crashed":{...,"signal":
+std::size_t rest_prefix_length = 0;
+std::uint32_t prefix_crc = 0;  // crc32c of the run id and rest_prefix
 struct sigaction previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 bool installed = false;
+
+// Appends `text` (of `length` bytes) to `line` at `at`; returns the new end.
+std::size_t append(char* line, std::size_t at, const char* text, std::size_t length) {
+  std::memcpy(line + at, text, length);
+  return at + length;
+}
 
 void on_fatal_signal(int signal) {
   if (armed) {
     armed = 0;
-    char line[kLineCapacity + 16];
-    std::memcpy(line, line_prefix, prefix_length);
-    std::size_t length = prefix_length;
     char digits[12];
-    int count = 0;
+    std::size_t count = 0;
     for (int value = signal; value > 0 || count == 0; value /= 10) digits[count++] = static_cast<char>('0' + value % 10);
-    while (count > 0) line[length++] = digits[--count];
-    line[length++] = '}';
-    line[length++] = '}';
+    char tail[16];  // the digits in order, then }}
+    std::size_t tail_length = 0;
+    while (count > 0) tail[tail_length++] = digits[--count];
+    tail[tail_length++] = '}';
+    tail[tail_length++] = '}';
+    const std::uint32_t checksum = crc32c(std::string_view(tail, tail_length), prefix_crc);
+    char hex[8];
+    for (int i = 0; i < 8; ++i) hex[i] = "0123456789abcdef"[(checksum >> (28 - 4 * i)) & 15];
+    char line[kLineCapacity + 64];
+    std::size_t length = append(line, 0, "{\"crc32c\":\"", 11);
+    length = append(line, length, hex, 8);
+    length = append(line, length, "\",", 2);
+    length = append(line, length, rest_prefix, rest_prefix_length);
+    length = append(line, length, tail, tail_length);
     line[length++] = '\n';
     const ssize_t written = write(descriptor, line, length);
     static_cast<void>(written);
@@ -63,19 +86,22 @@ void install_handlers() {
 
 }  // namespace
 
-CrashNote::CrashNote(int journal_descriptor, const std::string& scenario, const std::string& case_key,
-                     const std::string& implementation) {
+CrashNote::CrashNote(int journal_descriptor, const std::string& run_id, std::uint64_t seq,
+                     const std::string& scenario, const std::string& case_key, const std::string& implementation) {
   install_handlers();
-  std::string prefix = nlohmann::ordered_json{{"scenario", scenario},
-                                              {"case_key", case_key},
-                                              {"implementation", implementation},
-                                              {"signal", 0}}
-                           .dump();
-  prefix = "{\"crashed\":" + prefix.substr(0, prefix.size() - 2);  // up to "signal":, without 0}
+  const std::string entry = nlohmann::ordered_json{{"seq", seq},
+                                                   {"crashed", {{"scenario", scenario},
+                                                                {"case_key", case_key},
+                                                                {"implementation", implementation},
+                                                                {"signal", 0}}}}
+                                .dump();
+  // After the opening brace, up to "signal": (without its 0}}).
+  const std::string rest = entry.substr(1, entry.size() - 1 - 3);
   armed = 0;
-  if (prefix.size() > kLineCapacity) return;  // names too long to note: the case runs again on resume
-  std::memcpy(line_prefix, prefix.data(), prefix.size());
-  prefix_length = prefix.size();
+  if (rest.size() > kLineCapacity) return;  // names too long to note: the case runs again on resume
+  std::memcpy(rest_prefix, rest.data(), rest.size());
+  rest_prefix_length = rest.size();
+  prefix_crc = crc32c(rest, crc32c(run_id));
   descriptor = journal_descriptor;
   armed = 1;
 }

@@ -8,14 +8,20 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iomanip>
 #include <map>
+#include <ostream>
+#include <random>
+#include <streambuf>
 
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
+#include "harness/results/file_lock.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
 #include "harness/message_text.hpp"
@@ -39,6 +45,16 @@ std::string utc_timestamp() {
   return buffer;
 }
 
+std::string new_run_id() {
+  std::random_device source;
+  std::string id;
+  constexpr char kDigits[] = "0123456789abcdef";
+  while (id.size() < 32) {
+    for (std::uint32_t word = source(), i = 0; i < 8; ++i, word >>= 4) id += kDigits[word & 15];
+  }
+  return id;
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code error;
   if (std::filesystem::equivalent(a, b, error)) return true;
@@ -51,7 +67,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(getpid()); }
 
-bool write_all(int descriptor, const std::string& text) {
+bool write_all(int descriptor, std::string_view text) {
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t chunk = write(descriptor, text.data() + written, text.size() - written);
@@ -62,23 +78,102 @@ bool write_all(int descriptor, const std::string& text) {
   return true;
 }
 
+namespace {
+
+// An output stream's buffer that writes to a descriptor 1 MiB at a time and
+// remembers the first error (its errno).
+class DescriptorBuffer : public std::streambuf {
+ public:
+  explicit DescriptorBuffer(int descriptor) : descriptor_(descriptor), buffer_(std::size_t{1} << 20) {
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+  }
+  // Writes what is buffered; false, with errno set, when a write failed.
+  bool flushed() {
+    if (!failed_ && pptr() > pbase() && !write_all(descriptor_, std::string_view(pbase(), pptr() - pbase()))) {
+      failed_ = true;
+      error_ = errno;
+    }
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    errno = error_;
+    return !failed_;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!flushed()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flushed() ? 0 : -1; }
+
+ private:
+  int descriptor_;
+  std::vector<char> buffer_;
+  bool failed_ = false;
+  int error_ = 0;
+};
+
+}  // namespace
+
+bool sync_directory(int directory) { return fsync(directory) == 0 || errno == EINVAL; }
+
+int replace_file_in(int directory, const std::string& name, const std::string& temporary_name,
+                    const std::function<bool(int)>& write, const std::string& shown_path, bool keep_open) {
+  const int flags = O_CREAT | O_TRUNC | O_CLOEXEC | (keep_open ? O_RDWR | O_APPEND : O_WRONLY);
+  const int descriptor = openat(directory, temporary_name.c_str(), flags, 0644);
+  if (descriptor < 0) throw FileWriteError(shown_path, std::strerror(errno));
+  // Written and flushed to the disk before the rename, so the file that appears
+  // under `name` is always whole; the directory is synced after it, so the
+  // rename itself survives a power loss.
+  bool ok = write(descriptor) && fsync(descriptor) == 0 &&
+            renameat(directory, temporary_name.c_str(), directory, name.c_str()) == 0;
+  const int saved_errno = errno;
+  if (!ok) {
+    close(descriptor);
+    unlinkat(directory, temporary_name.c_str(), 0);
+    throw FileWriteError(shown_path, std::strerror(saved_errno));
+  }
+  if (!sync_directory(directory)) {
+    const int error = errno;
+    close(descriptor);
+    throw FileWriteError(shown_path, std::string("the directory could not be synced: ") + std::strerror(error));
+  }
+  if (keep_open) return descriptor;
+  close(descriptor);
+  return -1;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
   std::error_code error;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), error);
-  const std::string temporary = temporary_path(path);
-  const int descriptor = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) throw FileWriteError(path, std::strerror(errno));
-  // Written and flushed to the disk before the rename, so the file that appears
-  // under `path` is always whole.
-  const bool ok = write_all(descriptor, text) && fsync(descriptor) == 0;
-  const int saved_errno = errno;
-  close(descriptor);
-  if (ok) std::filesystem::rename(temporary, target, error);
-  if (!ok || error) {
-    std::filesystem::remove(temporary, error);
-    throw FileWriteError(path, ok ? error.message() : std::strerror(saved_errno));
+  const std::string directory_name = target.has_parent_path() ? target.parent_path().string() : ".";
+  const int directory = open(directory_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory < 0) throw FileWriteError(path, std::strerror(errno));
+  try {
+    const std::string name = target.filename().string();
+    replace_file_in(directory, name, temporary_path(name),
+                    [&](int descriptor) { return write_all(descriptor, text); }, path, false);
+  } catch (...) {
+    close(directory);
+    throw;
   }
+  close(directory);
+}
+
+void write_file_atomically(const FileLock& lock, const Json& document) {
+  lock.check_in_place();
+  const std::string name = lock.target_name();
+  const auto write = [&](int descriptor) {
+    DescriptorBuffer buffer(descriptor);
+    std::ostream out(&buffer);
+    out << std::setw(1) << document << '\n';
+    return buffer.flushed();
+  };
+  replace_file_in(lock.directory(), name, temporary_path(name), write, lock.target(), false);
 }
 
 void remove_stale_temporaries(const std::string& path) {
@@ -142,6 +237,7 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                              {"compiler", compiler_id()},
                              {"cuda_built", cuda_built()}}},
                    {"command_line", escaped_arguments(command_line)},
+                   {"run_id", new_run_id()},
                    {"started_at", utc_timestamp()},
                    {"finished_at", nullptr},
                    {"complete", false},
@@ -171,17 +267,11 @@ Json device_identity(const Json& device) {
   return identity;
 }
 
-Json load_results_file(const std::string& path) {
-  std::vector<Diagnostic> diagnostics;
-  std::string text;
-  if (!read_text_file(path, text, diagnostics)) throw InputError(diagnostics);
-  return parse_results_text(text, path);
-}
+namespace {
 
-Json parse_results_text(const std::string& text, const std::string& file) {
+// A parsed document that must be a results file.
+Json checked_results_document(Json saved, const std::string& file) {
   std::vector<Diagnostic> diagnostics;
-  Json saved = parse_json_document(text, file, diagnostics);
-  if (!diagnostics.empty()) throw InputError(diagnostics);
   const bool claims_schema = saved.is_object() && saved.contains("schema") && saved["schema"].is_string() &&
                              saved["schema"].get_ref<const std::string&>() == kResultsSchemaId;
   if (!claims_schema) {
@@ -194,7 +284,25 @@ Json parse_results_text(const std::string& text, const std::string& file) {
   return saved;
 }
 
+}  // namespace
+
+Json load_results_file(const std::string& path) {
+  std::vector<Diagnostic> diagnostics;
+  Json saved = parse_json_file(path, kResultsFileBound, diagnostics);
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+  return checked_results_document(std::move(saved), path);
+}
+
+Json parse_results_text(const std::string& text, const std::string& file) {
+  std::vector<Diagnostic> diagnostics;
+  Json saved = parse_json_document(text, file, diagnostics);
+  if (!diagnostics.empty()) throw InputError(diagnostics);
+  return checked_results_document(std::move(saved), file);
+}
+
 void ResultsDocument::set_started_at(const std::string& started_at) { document_["started_at"] = started_at; }
+
+void ResultsDocument::set_run_id(const std::string& run_id) { document_["run_id"] = run_id; }
 
 void ResultsDocument::set_scenarios(const Json& scenarios) { document_["scenarios"] = scenarios; }
 
@@ -279,7 +387,5 @@ void ResultsDocument::mark_complete() {
   document_["finished_at"] = utc_timestamp();
   sort_records(document_["records"], document_["scenarios"]);
 }
-
-std::string ResultsDocument::text() const { return document_.dump(1) + "\n"; }
 
 }  // namespace attnbench

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -18,12 +20,18 @@
 
 namespace attnbench {
 
+class FileLock;
+
 inline constexpr const char* kResultsSchemaId = "attnbench.results/1";
 
 // The JSON Schema of results files (embedded at build time).
 const nlohmann::ordered_json& results_schema();
 
 std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
+
+// A fresh run id: 32 random hexadecimal digits. A results file carries its
+// run's (`run_id`), and so does the header of that run's journal.
+std::string new_run_id();
 
 // The fields of a `devices` entry that identify the hardware and software a run
 // measured (kind, name and, where present, compute capability, driver, CUDA
@@ -33,8 +41,9 @@ std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
 // `merge` treat two devices as the same when these agree.
 nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
 
-// Reads a results file and checks it against the results schema; throws
-// InputError naming the file and every problem when it is not a valid one.
+// Reads a results file (of at most kMaxResultsFileBytes) and checks it against
+// the results schema; throws InputError naming the file and every problem when
+// it is not a valid one.
 // Every reader (compare, report, merge, run --resume, run -o over an existing
 // file) goes through it, so what they read has the schema's shape.
 nlohmann::ordered_json load_results_file(const std::string& path);
@@ -47,12 +56,32 @@ nlohmann::ordered_json parse_results_text(const std::string& text, const std::st
 bool same_file(const std::string& a, const std::string& b);
 
 // Writes `text` to `path` through a temporary file in the same directory
-// (temporary_path) and a rename, so readers never see a half-written file.
-// Throws FileWriteError naming `path` when it cannot.
+// (temporary_path), synced, then a rename and a sync of the directory, so
+// readers never see a half-written file and a power loss leaves the old file
+// or the new one. Throws FileWriteError naming `path` when it cannot.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// A results document as its file holds it (one-space indents, a final
+// newline), written to `lock`'s file the same way but without ever holding the
+// whole text: it goes out in pieces as it is formatted. Throws
+// OutputDisplacedError first when the lock's place is no longer in place.
+void write_file_atomically(const FileLock& lock, const nlohmann::ordered_json& document);
+
+// The step both take, in the open `directory`: `write` fills `temporary_name`
+// (returning false with errno set on an error), which is synced and renamed
+// to `name`, and the directory is synced. Returns the new file's descriptor,
+// open for appending, when `keep_open` (else -1). Throws FileWriteError naming
+// `shown_path`.
+int replace_file_in(int directory, const std::string& name, const std::string& temporary_name,
+                    const std::function<bool(int descriptor)>& write, const std::string& shown_path, bool keep_open);
+
+// Syncs an open directory, so that the names created, renamed or removed in it
+// survive a power loss. False, with errno set, on an error (a file system that
+// cannot sync directories is no error).
+bool sync_directory(int directory);
+
 // write(2) until all of `text` is written; false, with errno set, on an error.
-bool write_all(int descriptor, const std::string& text);
+bool write_all(int descriptor, std::string_view text);
 
 // PATH.tmp.<process id>: the temporary file write_file_atomically uses.
 std::string temporary_path(const std::string& path);
@@ -72,6 +101,7 @@ class ResultsDocument {
   ResultsDocument(const std::vector<std::string>& command_line, int threads);
 
   void set_started_at(const std::string& started_at);  // a resumed run keeps the first start
+  void set_run_id(const std::string& run_id);          // and its id
   void set_scenarios(const nlohmann::ordered_json& scenarios);
   void set_shard(const std::optional<Shard>& shard);
   // Where the thread count came from: "command_line" (--threads) or
@@ -105,7 +135,6 @@ class ResultsDocument {
   // Marks the run complete: finished_at set, records in scenario, case and
   // implementation order (sort_records).
   void mark_complete();
-  std::string text() const;  // the file's contents
 
  private:
   nlohmann::ordered_json document_;

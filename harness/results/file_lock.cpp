@@ -6,8 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
-
-#include "harness/errors.hpp"
+#include <filesystem>
 
 namespace attnbench {
 
@@ -24,22 +23,38 @@ pid_t lock_holder(int descriptor) {
   return query.l_pid;
 }
 
-// Whether `descriptor` is still the file named `path` (a releasing holder
-// removes the lock file; whoever locked the removed one must try again).
-bool still_named(int descriptor, const std::string& path) {
+// Whether `name` in `directory` is the file open as `descriptor`.
+bool names_descriptor(int directory, const std::string& name, int descriptor) {
   struct stat opened {}, named {};
-  return fstat(descriptor, &opened) == 0 && stat(path.c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
-         opened.st_ino == named.st_ino;
+  return fstat(descriptor, &opened) == 0 && fstatat(directory, name.c_str(), &named, 0) == 0 &&
+         opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
 }
+
+std::string last_component(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
 }  // namespace
 
-FileLock::FileLock(const std::string& target, const std::string& role) : path_(lock_file_path(target)) {
+FileLock::FileLock(const std::string& target, const std::string& role)
+    : target_(target), path_(lock_file_path(target)) {
+  const std::filesystem::path parent = std::filesystem::path(target).parent_path();
+  directory_path_ = parent.empty() ? "." : parent.string();
+  directory_ = open(directory_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat directory_status {};
+  if (directory_ < 0 || fstat(directory_, &directory_status) != 0) {
+    const int error = errno;
+    if (directory_ >= 0) close(directory_);
+    throw InputError(role + ": cannot open the directory " + directory_path_ + " (" + std::strerror(error) + ")");
+  }
+  directory_device_ = directory_status.st_dev;
+  directory_inode_ = directory_status.st_ino;
+  const std::string name = last_component(path_);
   constexpr int kAttempts = 20;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    const int descriptor = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int descriptor = openat(directory_, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (descriptor < 0) {
-      throw InputError(role + ": cannot make the lock file " + path_ + " (" + std::strerror(errno) + ")");
+      const int error = errno;
+      close(directory_);
+      throw InputError(role + ": cannot make the lock file " + path_ + " (" + std::strerror(error) + ")");
     }
     struct flock request {};
     request.l_type = F_WRLCK;
@@ -49,13 +64,17 @@ FileLock::FileLock(const std::string& target, const std::string& role) : path_(l
       const pid_t holder = error == EACCES || error == EAGAIN ? lock_holder(descriptor) : 0;
       close(descriptor);
       if (error != EACCES && error != EAGAIN) {
+        close(directory_);
         throw InputError(role + ": cannot lock " + path_ + " (" + std::strerror(error) + ")");
       }
       if (holder == 0) continue;  // released meanwhile
+      close(directory_);
       throw InputError(role + ": is being written by process " + std::to_string(holder) + " (it holds " + path_ +
                        "); wait for it to finish, or write to another file");
     }
-    if (!still_named(descriptor, path_)) {
+    // A releasing holder removes the lock file: whoever locked the removed one
+    // must try again on the file now named.
+    if (!names_descriptor(directory_, name, descriptor)) {
       close(descriptor);
       continue;
     }
@@ -66,19 +85,46 @@ FileLock::FileLock(const std::string& target, const std::string& role) : path_(l
     descriptor_ = descriptor;
     return;
   }
+  close(directory_);
   throw InputError(role + ": could not take the lock " + path_ + " (other processes kept replacing it)");
 }
 
-FileLock::~FileLock() { release(); }
+FileLock::~FileLock() {
+  release();
+  if (directory_ >= 0) close(directory_);
+}
+
+std::string FileLock::target_name() const { return last_component(target_); }
+
+bool FileLock::holds_lock_file() const { return names_descriptor(directory_, last_component(path_), descriptor_); }
 
 void FileLock::release() {
+  const std::lock_guard<std::mutex> guard(release_mutex_);
   if (descriptor_ < 0) return;
-  unlink(path_.c_str());
+  // Removed while still locked, and only when the name is this lock's file:
+  // after a removal of it, the name may be another writer's live lock.
+  if (holds_lock_file()) unlinkat(directory_, last_component(path_).c_str(), 0);
   close(descriptor_);
   descriptor_ = -1;
 }
 
+void FileLock::check_in_place() const {
+  if (descriptor_ < 0) throw OutputDisplacedError(target_, "this process no longer holds its lock " + path_);
+  struct stat now {};
+  if (stat(directory_path_.c_str(), &now) != 0 || now.st_dev != directory_device_ ||
+      now.st_ino != directory_inode_) {
+    throw OutputDisplacedError(target_, "its directory " + directory_path_ +
+                                            " was deleted, moved or replaced while this process wrote it");
+  }
+  if (!holds_lock_file()) {
+    throw OutputDisplacedError(target_, "its lock file " + path_ +
+                                            " was removed or replaced while this process held it, so another "
+                                            "process may be writing it");
+  }
+}
+
 void FileLock::keep_across_exec() {
+  const std::lock_guard<std::mutex> guard(release_mutex_);
   if (descriptor_ < 0) return;
   const int flags = fcntl(descriptor_, F_GETFD);
   if (flags >= 0) fcntl(descriptor_, F_SETFD, flags & ~FD_CLOEXEC);

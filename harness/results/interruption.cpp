@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include "harness/errors.hpp"
@@ -21,13 +22,18 @@ namespace {
 // The handler can only do async-signal-safe things: it hands the signal number
 // to the watcher through a pipe. One guard at a time owns these.
 int signal_pipe[2] = {-1, -1};
-struct sigaction previous_interrupt, previous_terminate, previous_file_size;
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+struct sigaction previous_actions[std::size(kStopSignals)], previous_file_size;
 
 void forward_signal(int signal) {
-  // The next SIGINT or SIGTERM takes the default action: a second Ctrl-C ends
-  // the process even while the first one's save is under way.
+  // The next SIGINT, SIGTERM or SIGHUP takes the default action: a second
+  // Ctrl-C ends the process even while the first one's save is under way. A
+  // broken pipe is ignored from now on: the save goes on, and its message
+  // simply does not reach a reader that is gone.
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  ::signal(SIGHUP, SIG_DFL);
+  ::signal(SIGPIPE, SIG_IGN);
   const int saved_errno = errno;
   const unsigned char number = static_cast<unsigned char>(signal);
   const ssize_t written = write(signal_pipe[1], &number, 1);
@@ -56,8 +62,7 @@ InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(
   action.sa_handler = forward_signal;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous_interrupt);
-  sigaction(SIGTERM, &action, &previous_terminate);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &action, &previous_actions[i]);
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
@@ -65,8 +70,7 @@ InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(
 }
 
 InterruptGuard::~InterruptGuard() {
-  sigaction(SIGINT, &previous_interrupt, nullptr);
-  sigaction(SIGTERM, &previous_terminate, nullptr);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &previous_actions[i], nullptr);
   sigaction(SIGXFSZ, &previous_file_size, nullptr);
   const ssize_t written = write(signal_pipe[1], &kStopWatcher, 1);
   static_cast<void>(written);

@@ -1,11 +1,16 @@
-// SIGINT and SIGTERM during `attnbench run`. While an InterruptGuard lives, the
-// first of them wakes a watcher thread (named "signal-watcher") that calls
-// `on_signal` (which saves what the run finished and says so) and then ends
-// the process with 128 + the signal
-// number: 130 for SIGINT, 143 for SIGTERM. The run's own thread is not
-// disturbed, so a case being measured is simply abandoned. A second signal ends
-// the process at once (the default action). While installed, SIGXFSZ is
+// Signals that end `attnbench run`: SIGINT, SIGTERM, SIGHUP (the terminal
+// closed) and SIGPIPE (the reader of its output went away: `run … | head`).
+// While an InterruptGuard lives, the first of them wakes a watcher thread
+// (named "signal-watcher") that calls `on_signal` (which saves what the run
+// finished and says so) and then ends the process with 128 + the signal
+// number: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, 141 for SIGPIPE.
+// The run's own thread is not disturbed, so a case being measured is simply
+// abandoned. A second SIGINT, SIGTERM or SIGHUP ends the process at once (the
+// default action); SIGPIPE is ignored from then on, so a message that cannot
+// reach a closed pipe never stops the save. While installed, SIGXFSZ is
 // ignored, so a file-size limit shows as a write error that names the file.
+// The guard goes before the results file's lock is released: once it is
+// gone, no signal makes this process write.
 #pragma once
 
 #include <functional>

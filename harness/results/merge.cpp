@@ -331,6 +331,7 @@ Json merged_plugins(const std::vector<MergeInput>& inputs) {
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
   return Json{{"path", escape_invalid_utf8(input.path)},
+              {"run_id", document.contains("run_id") ? document["run_id"] : Json(nullptr)},
               {"shard", document["shard"]},
               {"complete", document["complete"]},
               {"started_at", document["started_at"]},
@@ -375,7 +376,7 @@ Json escaped_command_line(const std::vector<std::string>& command_line) {
 
 }  // namespace
 
-MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
+MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& options,
                             const std::vector<std::string>& command_line) {
   if (inputs.empty()) throw InputError("merge: no input files");
   std::vector<Diagnostic> problems;
@@ -408,9 +409,9 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
 
   const Json& first = inputs.front().document;
   Json scenarios = merged_scenarios(inputs);
-  Json records = Json::array();
-  for (const MergeInput& input : inputs) {
-    for (const Json& record : input.document["records"]) records.push_back(record);
+  Json records = Json::array();  // moved, so that a large merge is not held twice
+  for (MergeInput& input : inputs) {
+    for (Json& record : input.document["records"]) records.push_back(std::move(record));
   }
   sort_records(records, scenarios);
   // Complete means every case of every scenario with every implementation:
@@ -425,6 +426,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   merged.document = Json{{"schema", kResultsSchemaId},
                          {"tool", first["tool"]},
                          {"command_line", escaped_command_line(command_line)},
+                         {"run_id", new_run_id()},
                          {"started_at", started_at},
                          {"finished_at", complete ? Json(finished_at) : Json(nullptr)},
                          {"complete", complete},
@@ -447,7 +449,7 @@ namespace {
 void check_replaceable(const std::string& output) {
   if (fs::exists(journal_path(output))) {
     throw InputError("-o " + output + ": holds an unfinished run (its latest records are in " + journal_path(output) +
-                     "); merge into another file, or replace it with --overwrite");
+                     "); merge into another file, or discard its records and replace it with --overwrite");
   }
   if (!fs::exists(output)) return;
   std::string problem;
@@ -458,7 +460,8 @@ void check_replaceable(const std::string& output) {
   } catch (const InputError& error) {
     problem = "exists and is not a results file (" + error.diagnostics().front().message + ")";
   }
-  throw InputError("-o " + output + ": " + problem + "; merge into another file, or replace it with --overwrite");
+  throw InputError("-o " + output + ": " + problem +
+                   "; merge into another file, or discard what it holds and replace it with --overwrite");
 }
 
 }  // namespace
@@ -487,7 +490,8 @@ int merge_files(const MergeRequest& request) {
   }
   if (!problems.empty()) throw InputError(problems);
 
-  const MergeOutcome merged = merge_results(inputs, request.options, request.command_line);
+  const std::size_t files = inputs.size();
+  const MergeOutcome merged = merge_results(std::move(inputs), request.options, request.command_line);
   if (request.require_complete && !merged.incomplete.empty()) {
     std::vector<Diagnostic> reasons;
     for (const std::string& reason : merged.incomplete) {
@@ -495,14 +499,14 @@ int merge_files(const MergeRequest& request) {
     }
     throw InputError(reasons);
   }
-  write_file_atomically(output, merged.document.dump(1) + "\n");
+  write_file_atomically(lock, merged.document);
   if (request.overwrite) fs::remove(journal_path(output));
 
   for (const std::string& note : merged.notes) std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
   for (const std::string& reason : merged.incomplete) {
     std::fprintf(stderr, "attnbench: warning: incomplete merge: %s\n", reason.c_str());
   }
-  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(inputs.size(), "file").c_str(),
+  std::printf("Merged %s: %s, %s. Results: %s\n", count_of(files, "file").c_str(),
               count_of(merged.document["records"].size(), "record").c_str(),
               merged.incomplete.empty() ? "complete" : "incomplete", output.c_str());
   return kExitSuccess;

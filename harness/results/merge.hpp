@@ -55,9 +55,10 @@ class DevicesDifferError : public std::runtime_error {
   std::vector<Diagnostic> diagnostics_;
 };
 
-// Merges loaded results files. Throws InputError naming every problem found, then
-// DevicesDifferError when only the devices stand in the way.
-MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& options,
+// Merges loaded results files (their records move into the merged document).
+// Throws InputError naming every problem found, then DevicesDifferError when
+// only the devices stand in the way.
+MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& options,
                             const std::vector<std::string>& command_line);
 
 struct MergeRequest {

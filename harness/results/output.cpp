@@ -1,5 +1,6 @@
 #include "harness/results/output.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,7 +30,8 @@ namespace {
   } catch (const InputError& error) {
     std::vector<Diagnostic> problems = error.diagnostics();
     problems.push_back({"", "", "-o " + path + ": exists and is not a finished results file; it is left as it is: "
-                                "--resume continues it if it is an unfinished run, --overwrite replaces it"});
+                                "--resume continues it if it is an unfinished run, --overwrite replaces it and "
+                                "discards what it holds"});
     throw InputError(problems);
   }
   const std::string records = count_of(document["records"].size(), "record");
@@ -38,10 +40,10 @@ namespace {
                                      ? ", finished " + document["finished_at"].get<std::string>()
                                      : std::string();
     throw InputError("-o " + path + ": holds a finished run (" + records + finished +
-                     "); --overwrite replaces it, or write to another file");
+                     "); --overwrite discards it and starts again, or write to another file");
   }
   throw InputError("-o " + path + ": holds an unfinished run (" + records +
-                   "); continue it with --resume, or start again with --overwrite");
+                   "); continue it with --resume, or discard them and start again with --overwrite");
 }
 
 }  // namespace
@@ -56,7 +58,7 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
   if (existing_ == ExistingResults::refuse) {
     if (have_journal) {
       throw InputError("-o " + path_ + ": holds an unfinished run (its latest records are in " + journal +
-                       "); continue it with --resume, or start again with --overwrite");
+                       "); continue it with --resume, or discard its records and start again with --overwrite");
     }
     if (have_results) refuse_existing_output(path_);
   }
@@ -77,12 +79,17 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
     }
   }
   if (!problems.empty()) {
-    problems.push_back({"", "", "--resume cannot continue " + path_ + "; it is left as it is (--overwrite starts again)"});
+    problems.push_back({"", "", "--resume cannot continue " + path_ + "; it and its journal are left as they are: "
+                                "repair or move aside what is named above (a journal moved aside takes its records "
+                                "with it); --overwrite would discard every record they hold and start again"});
     throw InputError(problems);
   }
-  if (saved_.journal && saved_.journal->torn_tail) {
-    std::fprintf(stderr, "attnbench: note: %s: its last line was cut short (the run was killed while writing it) "
-                         "and is ignored; that case runs again\n", journal.c_str());
+  if (saved_.journal && saved_.journal->header.is_null()) {
+    // Only a build that wrote the header in place could leave this (the
+    // header now appears by a rename): it holds no record.
+    std::fprintf(stderr, "attnbench: note: %s holds no whole line (a run was killed while creating it), so no "
+                         "record; it is replaced\n", journal.c_str());
+    saved_.journal.reset();
   }
 }
 
@@ -104,15 +111,22 @@ void check_devices(const Json& saved_devices, const std::vector<Json>& devices_n
 }
 
 // The journal's records and devices, checked against the results schema as
-// part of a document with this run's header ("records[3]" is record 4).
-std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, const Json& header,
-                                              const std::string& file) {
+// part of a document with this run's header ("records[3]" is record 4). They
+// are moved into that document for the check and back out of it after.
+std::vector<Diagnostic> journal_schema_errors(JournalContents& journal, const Json& header, const std::string& file) {
   static const JsonSchema schema(results_schema());
   Json candidate = header;
-  candidate["devices"] = Json(journal.devices);
-  candidate["records"] = Json(journal.records);
+  candidate["devices"] = Json::array();
+  candidate["records"] = Json::array();
+  for (const auto& [entries, key] : {std::pair{&journal.devices, "devices"}, std::pair{&journal.records, "records"}}) {
+    for (Json& entry : *entries) candidate[key].push_back(std::move(entry));
+  }
+  const std::vector<SchemaError> errors = schema.validate(candidate);
+  for (const auto& [entries, key] : {std::pair{&journal.devices, "devices"}, std::pair{&journal.records, "records"}}) {
+    for (std::size_t i = 0; i < entries->size(); ++i) (*entries)[i] = std::move(candidate[key][i]);
+  }
   std::vector<Diagnostic> problems;
-  for (const SchemaError& error : schema.validate(candidate)) {
+  for (const SchemaError& error : errors) {
     std::string where = error.path;
     const std::string prefix = "records[";
     const std::size_t close = where.find(']');
@@ -127,8 +141,8 @@ std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, co
 
 }  // namespace
 
-void ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                                       const std::vector<Json>& devices_now) {
+ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
+                                                const std::vector<Json>& devices_now) {
   if (saved_.journal) {
     const std::vector<Diagnostic> invalid = journal_schema_errors(*saved_.journal, document.json(), journal_file());
     if (!invalid.empty()) throw InputError(invalid);
@@ -141,6 +155,7 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
     return std::make_tuple(record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
                            record["implementation"].get<std::string>());
   };
+  std::size_t saved_records = 0;
   if (saved_.document) {
     const Json& saved = *saved_.document;
     const auto differences = run_identity_differences(run_identity(saved), identity, path_);
@@ -151,10 +166,24 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
       records.push_back({&record, path_, "records[" + std::to_string(i) + "]"});
       in_results_file.try_emplace(key_of(record), &record);
     }
+    saved_records += saved["records"].size();
   }
-  std::vector<const Json*> journaled;
+  std::vector<std::size_t> journaled;  // the journal's records that are not in RESULTS already
   if (saved_.journal) {
     const JournalContents& journal = *saved_.journal;
+    if (saved_.document) {
+      const Json& saved = *saved_.document;
+      const Json file_id = saved.contains("run_id") ? saved["run_id"] : Json("none");
+      if (file_id != journal.header["run_id"]) {
+        problems.push_back({journal_file(), "run_id",
+                            "is the journal of another run (run " + journal.header["run_id"].get<std::string>() +
+                                ", started " + journal.header["started_at"].get<std::string>() + ") than " + path_ +
+                                " (run " + file_id.get<std::string>() + ", started " +
+                                saved["started_at"].get<std::string>() +
+                                "): its records are not this run's. Move it aside to continue " + path_ +
+                                " without them"});
+      }
+    }
     const auto differences = run_identity_differences(journal.header["run"], identity, journal_file());
     problems.insert(problems.end(), differences.begin(), differences.end());
     check_devices(Json(journal.devices), devices_now, journal_file(), problems);
@@ -165,28 +194,39 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
       const auto same = in_results_file.find(key_of(record));
       if (same != in_results_file.end() && *same->second == record) continue;
       records.push_back({&record, journal_file(), "record " + std::to_string(i + 1)});
-      journaled.push_back(&record);
+      journaled.push_back(i);
     }
+    saved_records += journal.records.size();
   }
   const auto misplaced = record_problems(records, expected);
   problems.insert(problems.end(), misplaced.begin(), misplaced.end());
   if (!problems.empty()) {
     problems.push_back({"", "", "--resume refused: " + path_ + " is left as it is; continue it with the run that "
-                                "made it, or start again with --overwrite"});
+                                "made it, or start again with --overwrite, which discards the " +
+                                count_of(saved_records, "record") + " saved in it and its journal"});
     throw InputError(problems);
   }
 
+  // The saved records move into the document: a large run is not held twice.
+  ResumedRecords resumed;
   if (saved_.document) {
-    document.set_started_at((*saved_.document)["started_at"].get<std::string>());
-    for (const Json& device : (*saved_.document)["devices"]) document.add_device(device);
-    for (const Json& record : (*saved_.document)["records"]) document.add_record(record);
+    Json& saved = *saved_.document;
+    document.set_started_at(saved["started_at"].get<std::string>());
+    if (saved.contains("run_id")) document.set_run_id(saved["run_id"].get<std::string>());
+    for (const Json& device : saved["devices"]) document.add_device(device);
+    for (Json& record : saved["records"]) document.add_record(std::move(record));
+    resumed.from_results_file = saved["records"].size();
   } else if (saved_.journal) {
     document.set_started_at(saved_.journal->header["started_at"].get<std::string>());
+    document.set_run_id(saved_.journal->header["run_id"].get<std::string>());
   }
   if (saved_.journal) {
     for (const Json& device : saved_.journal->devices) document.add_device(device);
+    resumed.journal_entries = saved_.journal->entries;
+    resumed.torn_tail = saved_.journal->torn_tail;
   }
-  for (const Json* record : journaled) document.add_record(*record);
+  for (std::size_t i : journaled) document.add_record(std::move(saved_.journal->records[i]));
+  resumed.from_journal = journaled.size();
   if (saved_.journal) {
     for (const Json& crash : saved_.journal->crashes) {
       if (!document.has_record(crash["scenario"].get<std::string>(), crash["case_key"].get<std::string>(),
@@ -195,12 +235,16 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
       }
     }
   }
+  resumed.crashes = crashes_.size();
+  saved_ = SavedRun{};
+  return resumed;
 }
 
 std::unique_ptr<CrashNote> ResultsOutput::note_crashes_in(const std::string& scenario, const std::string& case_key,
                                                           const std::string& implementation) {
   std::lock_guard<std::mutex> guard(mutex_);
-  return std::make_unique<CrashNote>(journal_->descriptor(), scenario, case_key, implementation);
+  return std::make_unique<CrashNote>(journal_->descriptor(), journal_->run_id(), journal_->next_seq(), scenario,
+                                     case_key, implementation);
 }
 
 int ResultsOutput::crashed_in(const std::string& scenario, const std::string& case_key,
@@ -216,14 +260,23 @@ int ResultsOutput::crashed_in(const std::string& scenario, const std::string& ca
 void ResultsOutput::start(ResultsDocument document) {
   std::lock_guard<std::mutex> guard(mutex_);
   // An overwritten run's journal goes first, so a kill cannot leave it beside
-  // the new run's file; a resumed run's stays until RESULTS holds its records.
-  if (existing_ == ExistingResults::overwrite) unlink(journal_file().c_str());
+  // the new run's file; a resumed run's stays until RESULTS holds its records
+  // (the new journal then replaces it by a rename).
+  if (existing_ == ExistingResults::overwrite) {
+    lock_.check_in_place();
+    if (unlinkat(lock_.directory(), journal_path(lock_.target_name()).c_str(), 0) == 0) {
+      sync_directory(lock_.directory());
+    }
+  }
   document_.emplace(std::move(document));
   write_results_file();
-  journal_.emplace(journal_file(), Json{{"journal", kJournalSchemaId},
-                                         {"results_file", escape_invalid_utf8(path_)},
-                                         {"started_at", document_->json()["started_at"]},
-                                         {"run", run_identity(document_->json())}});
+  const Json& json = document_->json();
+  journal_.emplace(lock_, Json{{"seq", 0},
+                               {"journal", kJournalSchemaId},
+                               {"run_id", json["run_id"]},
+                               {"results_file", escape_invalid_utf8(path_)},
+                               {"started_at", json["started_at"]},
+                               {"run", run_identity(json)}});
 }
 
 void ResultsOutput::note_device(const Json& description, const Json& clocks) {
@@ -259,7 +312,7 @@ bool ResultsOutput::has_record(const std::string& scenario, const std::string& c
   return document_->has_record(scenario, case_key, implementation);
 }
 
-void ResultsOutput::write_results_file() { write_file_atomically(path_, document_->text()); }
+void ResultsOutput::write_results_file() { write_file_atomically(lock_, document_->json()); }
 
 void ResultsOutput::save() {
   std::lock_guard<std::mutex> guard(mutex_);
@@ -269,32 +322,53 @@ void ResultsOutput::save() {
   journal_.reset();
 }
 
-void ResultsOutput::finish() {
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    document_->mark_complete();
-    write_results_file();
-    journal_->remove();
-    journal_.reset();
-  }
-  lock_.release();
+SavedRecords ResultsOutput::save_where_possible() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return save_where_possible_locked();
 }
 
-bool ResultsOutput::save_and_stop() {
-  mutex_.lock();  // never unlocked: the process exits after this
-  const bool started = document_.has_value();
+SavedRecords ResultsOutput::save_where_possible_locked() {
   try {
-    if (started) {
-      write_results_file();
-      if (journal_) journal_->remove();
-      journal_.reset();
-    }
+    write_results_file();
+    if (journal_) journal_->remove();
+    journal_.reset();
+    return {path_, false};
+  } catch (const OutputDisplacedError&) {
+    // Nothing more goes to the displaced place: another writer may own it now.
   } catch (const FileWriteError&) {
-    lock_.release();
-    throw;
+    return {journal_ ? path_ + " and " + journal_file() : path_, false};
+  }
+  const std::string rescue =
+      (fs::temp_directory_path() / ("attnbench-" + document_->json()["run_id"].get<std::string>() + ".json")).string();
+  try {
+    const FileLock rescue_lock(rescue, "the rescue file " + rescue);
+    write_file_atomically(rescue_lock, document_->json());
+  } catch (const std::exception& error) {
+    return {"no file (" + rescue + " could not be written either: " + error.what() + ")", true};
+  }
+  return {rescue, true};
+}
+
+void ResultsOutput::finish() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  document_->mark_complete();
+  write_results_file();
+  journal_->remove();
+  journal_.reset();
+  finished_ = true;
+}
+
+StopState ResultsOutput::save_and_stop(SavedRecords& saved) {
+  mutex_.lock();  // never unlocked: the process exits after this
+  StopState state = StopState::before_start;
+  if (finished_) {
+    state = StopState::finished;
+  } else if (document_) {
+    saved = save_where_possible_locked();
+    state = StopState::saved;
   }
   lock_.release();
-  return started;
+  return state;
 }
 
 }  // namespace attnbench

@@ -1,7 +1,9 @@
 // How `attnbench run` writes its results file RESULTS (docs/results.md,
 // "Writing, resuming and locking"):
 // - RESULTS.lock (FileLock) is held from before the first read to the end, so
-//   one process writes RESULTS and its journal at a time.
+//   one process writes RESULTS and its journal at a time; every write goes
+//   into the directory the lock was taken in, and stops (OutputDisplacedError)
+//   when that directory or the lock file is no longer in place.
 // - start() writes RESULTS whole (complete: false) with every record known so
 //   far, then starts RESULTS.journal; each finished case is appended to the
 //   journal (one synced write), so saving a case costs the same at case 10 and
@@ -9,8 +11,10 @@
 // - finish() writes RESULTS whole (complete: true) and deletes the journal;
 //   save() does the same with complete: false before a restart, on a signal or
 //   after a write error. A journal is only deleted once RESULTS holds it all.
-// - --resume reads RESULTS and the journal, refuses a run with another
-//   identity (harness/results/run_identity.hpp) or records that do not belong, and continues.
+//   release() lets the lock go, once the signal watcher is gone.
+// - --resume reads RESULTS and the journal, refuses a journal of another run
+//   (run ids), a run with another identity (harness/results/run_identity.hpp)
+//   or records that do not belong, and continues.
 // - Without --resume or --overwrite an existing RESULTS or journal is never
 //   touched.
 // The document and the journal are guarded by one mutex, so the signal watcher
@@ -46,6 +50,28 @@ struct SavedRun {
   std::optional<JournalContents> journal;
 };
 
+// What a resume took from the saved run.
+struct ResumedRecords {
+  std::size_t from_results_file = 0;
+  std::size_t from_journal = 0;
+  std::size_t journal_entries = 0;  // whole entry lines: records, devices and crashes
+  std::size_t crashes = 0;          // "crashed" entries without a record: recorded as failed, not run again
+  bool torn_tail = false;           // the journal's last line was cut short and ignored
+};
+
+// Where the records of a run are after save_where_possible().
+struct SavedRecords {
+  std::string where;     // "RESULTS", "RESULTS and RESULTS.journal", or a rescue file
+  bool rescued = false;  // RESULTS was displaced: `where` is a file in the temporary directory
+};
+
+// What the signal watcher's save found (save_and_stop()).
+enum class StopState {
+  before_start,  // nothing written yet: RESULTS is as it was
+  saved,         // the records so far were saved (SavedRecords says where)
+  finished,      // the run had finished: RESULTS is complete
+};
+
 class ResultsOutput {
  public:
   // Takes the lock of `path`, removes temporaries left by killed writers and
@@ -57,15 +83,17 @@ class ResultsOutput {
 
   const std::string& path() const { return path_; }
   std::string journal_file() const { return journal_path(path_); }
-  const SavedRun& saved() const { return saved_; }
 
   // Adds the saved run to `document` (its start time, devices and records)
   // after checking it against `document`'s identity, `expected`, and the
   // devices this run measures on (`devices_now`: their descriptions; a saved
   // device of the same kind must have the same identity). Throws InputError
   // listing every difference and every record that does not belong.
-  void continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                          const std::vector<nlohmann::ordered_json>& devices_now);
+  // A journal of another run (its run id is not RESULTS's) is refused too.
+  // The resumed run keeps the saved run's id and start time; the saved
+  // records move into `document`.
+  ResumedRecords continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
+                                    const std::vector<nlohmann::ordered_json>& devices_now);
 
   // Writes RESULTS from `document` (complete: false) and starts a fresh journal.
   // Throws FileWriteError.
@@ -93,19 +121,29 @@ class ResultsOutput {
   const ResultsDocument& document() const { return *document_; }
 
   // RESULTS with every record so far (complete: false); the journal is deleted.
+  // Throws FileWriteError.
   void save();
-  // finish(): RESULTS complete, the journal deleted, the lock released.
+  // After a write failed: save() where it still can. When RESULTS cannot be
+  // written, its records are in RESULTS and its journal; when its directory or
+  // lock was displaced, they go to a file of their own in the temporary
+  // directory (attnbench-<run id>.json), never to the displaced place.
+  SavedRecords save_where_possible();
+  // RESULTS complete, the journal deleted. The lock is kept until release().
   void finish();
-  // For the signal watcher: save() if the run has started (returns whether it
-  // had) and release the lock; no other write of this process gets through
-  // (the mutex stays locked), for the process is about to exit.
-  bool save_and_stop();
+  // Lets the lock go (after finish(), once no signal can make this process write).
+  void release() { lock_.release(); }
+  // For the signal watcher: saves what the run finished if it has started and
+  // not finished (save_where_possible()), then releases the lock; no other
+  // write of this process gets through (the mutex stays locked), for the
+  // process is about to exit.
+  StopState save_and_stop(SavedRecords& saved);
 
   // Before the restart that continues the run (exec of this process).
   void keep_lock_across_exec() { lock_.keep_across_exec(); }
 
  private:
   void write_results_file();
+  SavedRecords save_where_possible_locked();
 
   mutable std::mutex mutex_;
   std::string path_;
@@ -116,6 +154,7 @@ class ResultsOutput {
   std::optional<JournalWriter> journal_;
   std::vector<nlohmann::ordered_json> devices_to_journal_;
   std::vector<nlohmann::ordered_json> crashes_;  // the saved journal's "crashed" entries that have no record
+  bool finished_ = false;
 };
 
 }  // namespace attnbench

@@ -1,6 +1,7 @@
 #include "harness/run/runner.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -133,6 +134,20 @@ Json statistics_json(const SampleStatistics& s) {
               {"median_ci_confidence", s.confidence}, {"median_ci_defined", s.median_ci_defined}};
 }
 
+// Why samples that span a stop of the process are not like the others.
+std::string stopped_samples_warning(const Measurement& measurement) {
+  std::string numbers;
+  double longest = 0;
+  for (std::size_t index : measurement.stopped_samples) {
+    numbers += (numbers.empty() ? "" : ", ") + std::to_string(index + 1);
+    longest = std::max(longest, measurement.samples_seconds[index]);
+  }
+  return "the process was stopped (SIGSTOP or Ctrl-Z) during sample" +
+         std::string(measurement.stopped_samples.size() > 1 ? "s " : " ") + numbers + " (" + format_seconds(longest) +
+         "; the median is " + format_seconds(measurement.statistics.p50) +
+         "): kept, the median and its interval are robust to it, the mean, max and stddev are not";
+}
+
 // What one scenario runs with, after command-line overrides.
 struct PlannedScenario {
   const Scenario* scenario;
@@ -165,14 +180,9 @@ class CaseDumper {
     }
     if (existing != ExistingResults::resume || !fs::exists(index)) return;
     std::vector<Diagnostic> diagnostics;
-    std::string text;
-    if (read_text_file(index, text, diagnostics)) {
-      const Json previous = parse_json_document(text, index, diagnostics);
-      if (diagnostics.empty() && previous.contains("arrays") && previous["arrays"].is_array()) {
-        index_ = previous["arrays"];
-      }
-    }
+    const Json previous = parse_json_file(index, kResultsFileBound, diagnostics);  // a file attnbench wrote
     if (!diagnostics.empty()) throw InputError(diagnostics);
+    if (previous.contains("arrays") && previous["arrays"].is_array()) index_ = previous["arrays"];
   }
   bool enabled() const { return !directory_.empty(); }
   void keep_lock_across_exec() {
@@ -527,6 +537,10 @@ class ScenarioRunner {
     const Json outside_arena = implementation.memory_outside_arena();
     if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
+    if (!measurement.stopped_samples.empty()) {
+      record["timing"]["stopped_samples"] = measurement.stopped_samples;
+      record["warnings"].push_back(stopped_samples_warning(measurement));
+    }
     estimator_.record(name, flops.total, median);
 
     progress.set_phase("profiling");
@@ -798,6 +812,11 @@ void print_summary(const ResultsDocument& results) {
         std::printf("%s\n", line.c_str());
       }
     }
+    for (const Json& warning : record.value("warnings", Json::array())) {
+      for (const std::string& line : wrap_words("warning: " + warning.get<std::string>(), 80, "    ")) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
   }
   if (any_timing) {
     const std::string legend =
@@ -914,20 +933,41 @@ std::size_t cases_saved(const std::vector<PlannedScenario>& plan, const ResultsD
   return saved;
 }
 
-// A write that failed mid-run (a full or read-only disk): the finished records
-// are saved where they can be, and the error says where and how to go on.
+// A write that failed mid-run (a full or read-only disk, the output's
+// directory deleted): the finished records are saved where they can be, and
+// the error says where and how to go on.
 EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& output,
                                const std::vector<PlannedScenario>& plan, std::size_t total_cases) {
-  std::string safe_in = output.path();
-  try {
-    output.save();
-  } catch (const FileWriteError&) {
-    safe_in = output.path() + " and " + output.journal_file();
+  const SavedRecords saved = output.save_where_possible();
+  const std::string finished = "The " + std::to_string(cases_saved(plan, output.document())) + " of " +
+                               std::to_string(total_cases) + " cases finished so far are safe in " + saved.where;
+  if (saved.rescued) {
+    return EnvironmentError(std::string(failure.what()) + ". Nothing more is written there. " + finished +
+                            "; continue with the same command, -o " + saved.where + " and --resume");
   }
-  return EnvironmentError(std::string(failure.what()) + ". The " + std::to_string(cases_saved(plan, output.document())) +
-                          " of " + std::to_string(total_cases) + " cases finished so far are safe in " + safe_in +
+  return EnvironmentError(std::string(failure.what()) + ". " + finished +
                           "; make room on the disk (or make it writable) and continue with the same command and "
                           "--resume");
+}
+
+// What a resume continues from, and what runs now.
+void print_resume_note(const ResultsOutput& output, const ResumedRecords& resumed, std::size_t cases_done,
+                       std::size_t total_cases) {
+  if (resumed.from_results_file == 0 && resumed.from_journal == 0 && resumed.journal_entries == 0) return;
+  std::string note = "resuming " + output.path() + ": " + count_of(resumed.from_results_file, "record") +
+                     " in it, " + std::to_string(resumed.from_journal) + " from its journal";
+  if (resumed.journal_entries > 0) note += " (entries 1-" + std::to_string(resumed.journal_entries) + ", in sequence)";
+  note += "; " + std::to_string(total_cases - cases_done) + " of " + std::to_string(total_cases) +
+          " cases have no record in either and run now";
+  if (resumed.crashes > 0) {
+    note += "; " + count_of(resumed.crashes, "implementation") + " crashed the process in a case before and " +
+            (resumed.crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  }
+  if (resumed.torn_tail) {
+    note += "; the journal's last line was cut short (the run was killed while writing it) and is ignored, so its "
+            "case is among them";
+  }
+  std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
 }
 
 // "24 records: 20 ok, 3 skipped, 1 failed"
@@ -995,23 +1035,27 @@ int run_scenarios(const RunOptions& options) {
   ResultsOutput output(output_path, existing);
   CaseDumper dumper(options.dump_dir, existing);
 
-  const InterruptGuard interrupts([&](int signal) {
+  std::optional<InterruptGuard> interrupts;
+  interrupts.emplace([&](int signal) {
     if (options.interactive) std::fputs("\r\033[K", stderr);
-    std::string saved_in = output.path();
-    bool started = true;
-    try {
-      started = output.save_and_stop();
-    } catch (const FileWriteError& error) {
-      saved_in = output.path() + " and " + output.journal_file() + " (" + error.what() + ")";
-    }
+    SavedRecords saved;
+    const StopState state = output.save_and_stop(saved);
     dumper.release_lock();
-    if (!started) {
-      std::fprintf(stderr, "attnbench: interrupted (%s) before the first case; %s is as it was\n",
-                   strsignal(signal), output.path().c_str());
-      return;
+    switch (state) {
+      case StopState::before_start:
+        std::fprintf(stderr, "attnbench: interrupted (%s) before the first case; %s is as it was\n",
+                     strsignal(signal), output.path().c_str());
+        return;
+      case StopState::finished:
+        std::fprintf(stderr, "attnbench: interrupted (%s) after the run finished; %s is complete\n",
+                     strsignal(signal), output.path().c_str());
+        return;
+      case StopState::saved:
+        std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with %s--resume\n",
+                     cases_saved(plan, output.document()), total_cases, saved.where.c_str(),
+                     saved.rescued ? ("-o " + saved.where + " ").c_str() : "");
+        return;
     }
-    std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with --resume\n",
-                 cases_saved(plan, output.document()), total_cases, saved_in.c_str());
   });
 
   ResultsDocument document(options.command_line, threads);
@@ -1030,7 +1074,10 @@ int run_scenarios(const RunOptions& options) {
   document.set_host_calibration(calibration ? calibration->to_json() : Json(nullptr));
   document.set_scenarios(scenarios_json(plan));
   document.set_plugins(plugins_json(planned_implementation_names(plan)));
-  if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
+  if (options.resume) {
+    const ResumedRecords resumed = output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
+    print_resume_note(output, resumed, cases_saved(plan, document), total_cases);
+  }
   try {
     output.start(std::move(document));
   } catch (const FileWriteError& failure) {
@@ -1085,6 +1132,11 @@ int run_scenarios(const RunOptions& options) {
   } catch (const FileWriteError& failure) {
     throw write_failure(failure, output, plan, total_cases);
   }
+  // The watcher goes before the locks: no signal may make this process write
+  // once another may hold them.
+  interrupts.reset();
+  output.release();
+  dumper.release_lock();
 
   const ResultsDocument& results = output.document();
   print_summary(results);

@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <set>
+#include <vector>
 
 #include "harness/user_paths.hpp"
 
@@ -22,79 +25,101 @@ constexpr std::size_t kMaxDepth = 64;
 
 struct TooDeep {};
 
-// Follows the parser's events to know the key path of each key and to spot a
-// key given twice in one object; stops the parse (TooDeep) past kMaxDepth.
-class DuplicateKeyFinder {
+// Builds the document from the parser's events, as nlohmann's own DOM parser
+// does (each value placed once, so the cost stays linear in the text), while
+// keeping the key path of every key given twice in one object and stopping
+// the parse (TooDeep) past kMaxDepth.
+class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
  public:
-  explicit DuplicateKeyFinder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
+  explicit CheckedDocumentBuilder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
 
-  bool operator()(int, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        enter_value();
-        frames_.push_back(Frame{true, {}, "", 0});
-        if (frames_.size() > kMaxDepth) throw TooDeep{};
-        break;
-      case Json::parse_event_t::array_start:
-        enter_value();
-        frames_.push_back(Frame{false, {}, "", 0});
-        if (frames_.size() > kMaxDepth) throw TooDeep{};
-        break;
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        frames_.pop_back();
-        break;
-      case Json::parse_event_t::key: {
-        Frame& frame = frames_.back();
-        frame.key = parsed.get<std::string>();
-        if (!frame.keys.insert(frame.key).second) duplicates_.push_back(path_to(frame.key));
-        break;
-      }
-      case Json::parse_event_t::value:
-        enter_value();
-        break;
-    }
+  Json& document() { return document_; }
+
+  bool null() override { return place(Json(nullptr)); }
+  bool boolean(bool value) override { return place(Json(value)); }
+  bool number_integer(number_integer_t value) override { return place(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return place(Json(value)); }
+  bool number_float(number_float_t value, const string_t&) override { return place(Json(value)); }
+  bool string(string_t& value) override { return place(Json(std::move(value))); }
+  bool binary(binary_t& value) override { return place(Json(std::move(value))); }
+
+  bool start_object(std::size_t) override { return enter(Json::object()); }
+  bool start_array(std::size_t) override { return enter(Json::array()); }
+  bool end_object() override { return leave(); }
+  bool end_array() override { return leave(); }
+
+  bool key(string_t& key) override {
+    Frame& frame = frames_.back();
+    if (frame.value->contains(key)) duplicates_.push_back(path_to(key));
+    frame.key = key;
+    frame.member = &(*frame.value)[key];
     return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    throw error;  // a syntax error, or a number beyond a double
   }
 
  private:
   struct Frame {
-    bool is_object;
-    std::set<std::string> keys;
-    std::string key;    // current member key (objects)
-    long next_index;    // next element index (arrays)
+    Json* value;
+    std::string key;         // the member being read (objects), or "[i]" (arrays)
+    Json* member = nullptr;  // where that member's value goes (objects)
   };
 
-  // A value starts inside the innermost frame: arrays count their elements.
-  void enter_value() {
-    if (!frames_.empty() && !frames_.back().is_object) {
-      frames_.back().key = "[" + std::to_string(frames_.back().next_index++) + "]";
+  // Puts `value` where the parser is and returns true; returns where it went.
+  bool place(Json value) {
+    put(std::move(value));
+    return true;
+  }
+  Json* put(Json value) {
+    if (frames_.empty()) {
+      document_ = std::move(value);
+      return &document_;
     }
+    Frame& frame = frames_.back();
+    if (frame.value->is_array()) {
+      frame.key = "[" + std::to_string(frame.value->size()) + "]";
+      frame.value->push_back(std::move(value));
+      return &frame.value->back();
+    }
+    *frame.member = std::move(value);
+    return frame.member;
+  }
+  bool enter(Json container) {
+    Json* placed = put(std::move(container));
+    frames_.push_back(Frame{placed, ""});
+    if (frames_.size() > kMaxDepth) throw TooDeep{};
+    return true;
+  }
+  bool leave() {
+    frames_.pop_back();
+    return true;
   }
 
   std::string path_to(const std::string& last_key) const {
     std::string path;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
       const Frame& frame = frames_[i];
-      if (frame.is_object) path += (path.empty() ? "" : ".") + frame.key;
+      if (frame.value->is_object()) path += (path.empty() ? "" : ".") + frame.key;
       else path += frame.key;
     }
     return path + (path.empty() ? "" : ".") + last_key;
   }
 
+  Json document_;
   std::vector<Frame> frames_;
   std::vector<std::string>& duplicates_;
 };
 
-}  // namespace
-
-Json parse_json_document(const std::string& text, const std::string& file,
-                         std::vector<Diagnostic>& diagnostics) {
+// Parses what `first`..`last` yield, with the checks of parse_json_document.
+template <class Iterator>
+Json parse_checked(Iterator first, Iterator last, const std::string& file, std::vector<Diagnostic>& diagnostics) {
   std::vector<std::string> duplicates;
-  Json document;
+  CheckedDocumentBuilder builder(duplicates);
   try {
-    document = Json::parse(text, DuplicateKeyFinder(duplicates), /*allow_exceptions=*/true,
-                           /*ignore_comments=*/true);
+    Json::sax_parse(first, last, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                    /*ignore_comments=*/true);
   } catch (const Json::exception& error) {  // syntax errors and numbers beyond a double
     std::string message = error.what();
     const auto prefix_end = message.find("] ");
@@ -109,47 +134,164 @@ Json parse_json_document(const std::string& text, const std::string& file,
     diagnostics.push_back({file, path, "key given twice (the second would silently win); keep one"});
   }
   if (!duplicates.empty()) return nullptr;
+  return std::move(builder.document());
+}
+
+// "64 MiB", "16 GiB": a bound as the refusal names it.
+std::string bound_text(std::size_t bytes) {
+  return bytes % (std::size_t{1} << 30) == 0 ? std::to_string(bytes >> 30) + " GiB"
+                                             : std::to_string(bytes >> 20) + " MiB";
+}
+
+// An input file opened with the checks every reader makes, read in pieces of
+// at most 1 MiB. A problem (not a regular file, over the bound, a read error)
+// becomes a diagnostic, and the file then reads as ended.
+class BoundedFile {
+ public:
+  BoundedFile(const std::string& path, const FileSizeBound& bound, std::vector<Diagnostic>& diagnostics)
+      : path_(path), bound_(bound), diagnostics_(diagnostics) {
+    open_checked();
+  }
+  BoundedFile(const BoundedFile&) = delete;
+  BoundedFile& operator=(const BoundedFile&) = delete;
+  ~BoundedFile() {
+    if (descriptor_ >= 0) close(descriptor_);
+  }
+
+  bool failed() const { return failed_; }
+  std::size_t size() const { return size_; }  // as fstat said when it was opened
+
+  // The next piece; empty at the end of the file or after a problem.
+  std::string_view next() {
+    if (failed_ || descriptor_ < 0) return {};
+    for (;;) {
+      const ssize_t count = read(descriptor_, buffer_.data(), buffer_.size());
+      if (count < 0 && errno == EINTR) continue;
+      if (count < 0) {
+        refuse(std::string("cannot read the file: ") + std::strerror(errno));
+        return {};
+      }
+      total_ += static_cast<std::size_t>(count);
+      if (total_ > bound_.max_bytes) {  // it grew
+        refuse_too_large();
+        return {};
+      }
+      return std::string_view(buffer_.data(), static_cast<std::size_t>(count));
+    }
+  }
+
+ private:
+  void open_checked() {
+    const std::string& path = path_;
+    if (const std::string problem = path_name_problem(path); !problem.empty()) return refuse(problem);
+    // Non-blocking, so opening a FIFO does not wait for a writer; fstat then
+    // judges what was opened, not what the name pointed to a moment earlier.
+    descriptor_ = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (descriptor_ < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
+    struct stat status {};
+    if (fstat(descriptor_, &status) != 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
+    if (S_ISDIR(status.st_mode)) return refuse("is a directory, not a file");
+    if (!S_ISREG(status.st_mode)) {
+      return refuse(std::string("is not a regular file (") +
+                    (S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket" : "a device") +
+                    "); give the path of a file");
+    }
+    if (static_cast<std::uint64_t>(status.st_size) > bound_.max_bytes) return refuse_too_large();
+    size_ = static_cast<std::size_t>(status.st_size);
+    buffer_.resize(std::min<std::size_t>(std::size_t{1} << 20, std::max<std::size_t>(size_, 4096)));
+  }
+  void refuse(const std::string& why) {
+    diagnostics_.push_back({path_, "", why});
+    failed_ = true;
+  }
+  void refuse_too_large() {
+    refuse("is larger than " + bound_text(bound_.max_bytes) + ", the most " + bound_.kind + " may hold");
+  }
+
+  std::string path_;
+  FileSizeBound bound_;
+  std::vector<Diagnostic>& diagnostics_;
+  int descriptor_ = -1;
+  bool failed_ = false;
+  std::size_t size_ = 0, total_ = 0;
+  std::vector<char> buffer_;
+};
+
+// The characters of a BoundedFile, one at a time, for the JSON parser: an
+// input iterator over the pieces as they are read.
+class FileCharacters {
+ public:
+  explicit FileCharacters(BoundedFile& file) : file_(file) {}
+  bool at_end() {
+    if (piece_.empty() && !ended_) {
+      piece_ = file_.next();
+      ended_ = piece_.empty();
+    }
+    return piece_.empty();
+  }
+  const char& current() const { return piece_.front(); }
+  void advance() { piece_.remove_prefix(1); }
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    explicit Iterator(FileCharacters* source) : source_(source) {}
+    reference operator*() const { return source_->current(); }
+    Iterator& operator++() {
+      source_->advance();
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return at_end() == other.at_end(); }
+    bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+   private:
+    bool at_end() const { return source_ == nullptr || source_->at_end(); }
+    FileCharacters* source_;  // null for the end
+  };
+
+ private:
+  BoundedFile& file_;
+  std::string_view piece_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+Json parse_json_document(const std::string& text, const std::string& file, std::vector<Diagnostic>& diagnostics) {
+  return parse_checked(text.begin(), text.end(), file, diagnostics);
+}
+
+Json parse_json_file(const std::string& path, const FileSizeBound& bound, std::vector<Diagnostic>& diagnostics) {
+  BoundedFile input(path, bound, diagnostics);
+  if (input.failed()) return nullptr;
+  FileCharacters characters(input);
+  std::vector<Diagnostic> parse_problems;
+  Json document = parse_checked(FileCharacters::Iterator(&characters), FileCharacters::Iterator(nullptr), path,
+                                parse_problems);
+  if (input.failed()) return nullptr;  // the file's own problem says why the text ended early
+  diagnostics.insert(diagnostics.end(), parse_problems.begin(), parse_problems.end());
   return document;
 }
 
-bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics) {
-  const auto refuse = [&](const std::string& why) {
-    diagnostics.push_back({path, "", why});
-    return false;
-  };
-  if (const std::string problem = path_name_problem(path); !problem.empty()) return refuse(problem);
-  // Non-blocking, so opening a FIFO does not wait for a writer; fstat then
-  // judges what was opened, not what the name pointed to a moment earlier.
-  const int descriptor = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (descriptor < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
-  struct Closer {
-    int descriptor;
-    ~Closer() { close(descriptor); }
-  } closer{descriptor};
-  struct stat status {};
-  if (fstat(descriptor, &status) != 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
-  if (S_ISDIR(status.st_mode)) return refuse("is a directory, not a file");
-  if (!S_ISREG(status.st_mode)) {
-    return refuse(std::string("is not a regular file (") +
-                  (S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket" : "a device") +
-                  "); give the path of a file");
-  }
-  const auto too_large = [&] {
-    return refuse("is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
-                  " MiB, the most an input file may hold");
-  };
-  if (static_cast<std::uint64_t>(status.st_size) > kMaxInputFileBytes) return too_large();
+bool read_file_in_pieces(const std::string& path, const FileSizeBound& bound,
+                         const std::function<void(std::string_view)>& consume, std::vector<Diagnostic>& diagnostics) {
+  BoundedFile input(path, bound, diagnostics);
+  for (std::string_view piece; !(piece = input.next()).empty();) consume(piece);
+  return !input.failed();
+}
+
+bool read_text_file(const std::string& path, std::string& text, std::vector<Diagnostic>& diagnostics,
+                    const FileSizeBound& bound) {
   text.clear();
-  text.reserve(static_cast<std::size_t>(status.st_size));
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t count = read(descriptor, buffer, sizeof buffer);
-    if (count < 0 && errno == EINTR) continue;
-    if (count < 0) return refuse(std::string("cannot read the file: ") + std::strerror(errno));
-    if (count == 0) return true;
-    if (text.size() + static_cast<std::size_t>(count) > kMaxInputFileBytes) return too_large();  // it grew
-    text.append(buffer, static_cast<std::size_t>(count));
-  }
+  BoundedFile input(path, bound, diagnostics);
+  text.reserve(input.size());
+  for (std::string_view piece; !(piece = input.next()).empty();) text.append(piece);
+  return !input.failed();
 }
 
 }  // namespace attnbench

@@ -3,14 +3,19 @@
 // for the implementations that have one) x dtype x head dim x every mask x
 // dropout on/off x lengths that are multiples of no tile x Nq != Nk, with the
 // fused-versus-baseline rule against the device's cuBLAS baseline where it ran
-// the case. Built twice (tests/CMakeLists.txt), with ATTNBENCH_TEST_DEVICE:
+// the case; and beside that fixed matrix, generated shapes that put every mask
+// and length edge at every position of each kernel's tiling
+// (tests/generated_shapes.hpp). Built three times (tests/CMakeLists.txt), with
+// ATTNBENCH_TEST_DEVICE:
 //   "cuda"    the GPU, labelled "gpu"; each test skips, saying why, without one;
 //   "cudasim" the same kernels under the simulator with its sanitizer on, on
-//             every machine: the whole matrix in test_cudasim_matrix (label
-//             cudasim_matrix, `ctest -L cudasim_matrix`), and in CI a seeded,
-//             stratified third of it (ATTNBENCH_TEST_SAMPLE, test_cudasim_correctness):
-//             for every direction x dtype x head dim x mask, 2 of its 6
-//             dropout x shape points.
+//             every machine: the whole matrix and every generated shape in
+//             test_cudasim_matrix (label cudasim_matrix, `ctest -L
+//             cudasim_matrix`), and in CI a seeded, stratified third of the
+//             matrix and the everyday part of the generated shapes
+//             (ATTNBENCH_TEST_SAMPLE, test_cudasim_correctness): for every
+//             direction x dtype x head dim x mask, 2 of its 6 dropout x shape
+//             points.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,10 +26,15 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <iostream>
+
 #include "harness/measure/accuracy.hpp"
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/measure/session.hpp"
+#include "kernels/cuda/grid_stride.hpp"
+#include "tests/generated_shapes.hpp"
 
 namespace attnbench {
 namespace {
@@ -139,12 +149,9 @@ std::vector<Implementation*> device_implementations() {
 
 std::string baseline_name() { return std::string(kDevice) + ".cublas"; }
 
-class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
-
-TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
-  std::string reason;
-  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
-  const Problem problem = problem_for(GetParam());
+// Runs every implementation of the device on `problem`, each against the oracle
+// (and the fused-versus-baseline rule where the baseline ran it).
+void expect_every_implementation_matches_the_oracle(const Problem& problem) {
   ASSERT_TRUE(check_problem(problem).empty());
   const AccuracySettings settings;
   CaseData data(problem, settings, kHostThreads);
@@ -176,6 +183,14 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
   }
 }
 
+class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  expect_every_implementation_matches_the_oracle(problem_for(GetParam()));
+}
+
 std::vector<MatrixCase> matrix_points() {
   const std::vector<MatrixCase> all = matrix();
 #if defined(ATTNBENCH_TEST_SAMPLE)
@@ -197,6 +212,39 @@ std::vector<MatrixCase> matrix_points() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, CudaCorrectness, ::testing::ValuesIn(matrix_points()), case_name);
+
+// ---- Generated shapes ------------------------------------------------------------
+
+const std::uint64_t kShapeSeed = test::shape_seed();
+
+std::vector<test::GeneratedCase> generated_points() {
+  std::vector<test::GeneratedCase> cases = test::generated_cases(kShapeSeed);
+#if defined(ATTNBENCH_TEST_SAMPLE)
+  cases.erase(std::remove_if(cases.begin(), cases.end(), [](const test::GeneratedCase& c) { return !c.everyday; }),
+              cases.end());
+#endif
+  return cases;
+}
+
+std::string generated_name(const ::testing::TestParamInfo<test::GeneratedCase>& info) { return info.param.name; }
+
+class CudaGeneratedShapes : public ::testing::TestWithParam<test::GeneratedCase> {};
+
+TEST_P(CudaGeneratedShapes, EveryImplementationMatchesTheOracle) {
+  const test::GeneratedCase& c = GetParam();
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  std::error_code ignored;
+  std::cout << "generated shape " << c.describe() << "\nfrom seed " << kShapeSeed << "; rerun with: "
+            << test::kShapeSeedVariable << "=" << kShapeSeed << " "
+            << std::filesystem::read_symlink("/proc/self/exe", ignored).string()
+            << " --gtest_filter=" << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() << "."
+            << ::testing::UnitTest::GetInstance()->current_test_info()->name() << std::endl;
+  const LoweredGridStrideCap cap(c.grid_stride_cap);
+  expect_every_implementation_matches_the_oracle(c.problem);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, CudaGeneratedShapes, ::testing::ValuesIn(generated_points()), generated_name);
 
 // Rows of the output that no key is visible to (padding, bottom-right causal
 // with Nq > Nk) must be exact zeros, not merely close to them.

@@ -20,14 +20,13 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <filesystem>
-#include <iostream>
 
 #include "harness/measure/accuracy.hpp"
 #include "harness/backend.hpp"
@@ -150,8 +149,12 @@ std::vector<Implementation*> device_implementations() {
 std::string baseline_name() { return std::string(kDevice) + ".cublas"; }
 
 // Runs every implementation of the device on `problem`, each against the oracle
-// (and the fused-versus-baseline rule where the baseline ran it).
-void expect_every_implementation_matches_the_oracle(const Problem& problem) {
+// (and the fused-versus-baseline rule where the baseline ran it). Forward-only
+// implementations sit out the gradient half; with `must_run` (names without the
+// device, e.g. "flash.simple"), every implementation that does not support the
+// problem sits out and those named must run.
+void expect_every_implementation_matches_the_oracle(const Problem& problem,
+                                                    const std::vector<std::string>& must_run = {}) {
   ASSERT_TRUE(check_problem(problem).empty());
   const AccuracySettings settings;
   CaseData data(problem, settings, kHostThreads);
@@ -160,8 +163,7 @@ void expect_every_implementation_matches_the_oracle(const Problem& problem) {
   std::map<std::string, ElementType> output_types;
   for (Implementation* implementation : device_implementations()) {
     const std::string name(implementation->name());
-    // Forward-only implementations sit out the gradient half of the matrix.
-    if (has_backward(problem.direction) && !implementation->supports(problem).ok) continue;
+    if ((has_backward(problem.direction) || !must_run.empty()) && !implementation->supports(problem).ok) continue;
     std::string skip_reason;
     const auto session = ImplementationSession::open(*implementation, data, kHostThreads, skip_reason);
     ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
@@ -171,6 +173,9 @@ void expect_every_implementation_matches_the_oracle(const Problem& problem) {
   }
   if (!has_backward(problem.direction)) {
     ASSERT_TRUE(results.count(baseline_name())) << "the materializing baseline must run every forward case";
+  }
+  for (const std::string& name : must_run) {
+    ASSERT_TRUE(results.count(std::string(kDevice) + "." + name)) << kDevice << "." << name << " must run this case";
   }
   for (auto& [name, result] : results) {
     // With a baseline that ran the case, the fused-versus-baseline rule; without
@@ -245,6 +250,51 @@ TEST_P(CudaGeneratedShapes, EveryImplementationMatchesTheOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Generated, CudaGeneratedShapes, ::testing::ValuesIn(generated_points()), generated_name);
+
+// ---- Head dims between the compiled ones ----------------------------------------------
+
+// cuda.flash.simple compiles instances for d <= 64, <= 128 and <= 256 and leaves
+// the dims past d idle: every instance, with and without idle dims, against the
+// oracle beside the baseline (cuda.flash, compiled for 64 and 128 only, sits out).
+struct HeadDimCase {
+  std::int64_t head_dim;
+  MaskSpec mask;
+  double dropout;
+  InputDType dtype;
+};
+const HeadDimCase kHeadDimCases[] = {
+    {8, MaskSpec{true, true, -1, -1}, 0.1, InputDType::fp16},
+    {72, MaskSpec{false, true, 20, 3}, 0.0, InputDType::bf16},
+    {200, MaskSpec{true, false, -1, -1}, 0.0, InputDType::fp16},
+    {256, MaskSpec{}, 0.1, InputDType::bf16},
+};
+
+class CudaHeadDims : public ::testing::TestWithParam<HeadDimCase> {};
+
+TEST_P(CudaHeadDims, FlashSimpleMatchesTheOracle) {
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  const HeadDimCase& c = GetParam();
+  Problem p;
+  p.batch = 2;
+  p.heads = 2;
+  p.kv_heads = 1;
+  p.seqlen_q = 37;
+  p.seqlen_k = 70;
+  p.head_dim = c.head_dim;
+  p.dtype = c.dtype;
+  p.mask = c.mask;
+  p.dropout = DropoutSpec{c.dropout, 0xd1ull, 5};
+  p.input.seed = 17;
+  resolve_lengths(p);
+  expect_every_implementation_matches_the_oracle(p, {"flash.simple", "cublas"});
+}
+
+std::string head_dim_name(const ::testing::TestParamInfo<HeadDimCase>& info) {
+  return "d" + std::to_string(info.param.head_dim);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, CudaHeadDims, ::testing::ValuesIn(kHeadDimCases), head_dim_name);
 
 // Rows of the output that no key is visible to (padding, bottom-right causal
 // with Nq > Nk) must be exact zeros, not merely close to them.

@@ -162,12 +162,43 @@ class VisibilityGrid {
   std::vector<std::int64_t> prefix_;
 };
 
+// Calls check(c, grid, query_tiles, key_tiles) for every edge position `c` of
+// the tiling, with the grid of is_visible() over the valid lengths and one query
+// tile and one key tile past them (a padded grid, where nothing is visible).
+template <typename Check>
+void for_every_edge_position(const Tiling& t, Check check) {
+  for (const MaskedLengths& c : every_edge_position(t)) {
+    const auto query_tiles = static_cast<int>(c.len_q / t.block_m + 1);
+    const auto key_tiles = static_cast<int>(c.len_k / t.block_n + 1);
+    const VisibilityGrid grid(c.mask, c.len_q, c.len_k, std::int64_t{query_tiles} * t.block_m,
+                              std::int64_t{key_tiles} * t.block_n);
+    check(c, grid, query_tiles, key_tiles);
+  }
+}
+
+// Counts a test's failures and reports the first few, so that one wrong bound
+// does not print a failure for every edge position.
+class FailureLog {
+ public:
+  // True when the failure should be reported.
+  bool add() { return ++failures_ <= 5; }
+  int failures() const { return failures_; }
+
+ private:
+  int failures_ = 0;
+};
+
 // The tiles [first, end) of `tiles` that hold a visible element, as the smallest
 // range containing all of them; {0, 0} when none does. `visible(tile)` says
 // whether tile `tile` holds one.
 struct TileHull {
   int first = 0;
   int end = 0;
+
+  // Whether a kernel's range [first, end) is exactly this hull (empty for none).
+  bool is(int range_first, int range_end) const {
+    return end == 0 ? range_end <= range_first : range_first == first && range_end == end;
+  }
 };
 template <typename Visible>
 TileHull tiles_with_visible_elements(int tiles, Visible visible) {

@@ -33,6 +33,7 @@
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/measure/session.hpp"
 #include "kernels/cuda/grid_stride.hpp"
+#include "tests/attention_test_support.hpp"
 #include "tests/generated_shapes.hpp"
 
 namespace attnbench {
@@ -275,18 +276,12 @@ TEST_P(CudaHeadDims, FlashSimpleMatchesTheOracle) {
   std::string reason;
   if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
   const HeadDimCase& c = GetParam();
-  Problem p;
-  p.batch = 2;
-  p.heads = 2;
-  p.kv_heads = 1;
-  p.seqlen_q = 37;
-  p.seqlen_k = 70;
-  p.head_dim = c.head_dim;
+  Problem p = test::make_problem(2, 2, 1, 37, 70, c.head_dim);
+  p.direction = Direction::fwd;
   p.dtype = c.dtype;
   p.mask = c.mask;
   p.dropout = DropoutSpec{c.dropout, 0xd1ull, 5};
   p.input.seed = 17;
-  resolve_lengths(p);
   expect_every_implementation_matches_the_oracle(p, {"flash.simple", "cublas"});
 }
 

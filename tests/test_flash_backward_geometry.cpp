@@ -503,12 +503,9 @@ TEST(FlashBackwardGeometry, QueryTilesHoldEveryVisiblePairAndFullRowsSeeEveryKey
 template <typename Traits>
 void expect_backward_tiles_at_every_edge_position() {
   const test::Tiling tiling = test::tiling_of<Traits>();
-  int failures = 0;
-  for (const test::MaskedLengths& c : test::every_edge_position(tiling)) {
-    const auto query_tiles = static_cast<int>(c.len_q / tiling.block_m + 1);
-    const auto key_tiles = static_cast<int>(c.len_k / tiling.block_n + 1);
-    const test::VisibilityGrid grid(c.mask, c.len_q, c.len_k, std::int64_t{query_tiles} * tiling.block_m,
-                                    std::int64_t{key_tiles} * tiling.block_n);
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_tiles, int key_tiles) {
     const auto check = [&](std::int64_t key_begin, int keys, const char* who) {
       const QueryTileRange range =
           flash_backward_query_tiles(c.mask, key_begin, key_begin + keys, c.len_q, c.len_k, tiling.block_m);
@@ -516,8 +513,7 @@ void expect_backward_tiles_at_every_edge_position() {
         return grid.any(std::int64_t{tile} * tiling.block_m, std::int64_t{tile + 1} * tiling.block_m, key_begin,
                         key_begin + keys);
       });
-      const bool matches = expected.end == 0 ? range.empty() : range.first == expected.first && range.end == expected.end;
-      if (!matches && ++failures <= 5) {
+      if (!expected.is(range.first, range.end) && log.add()) {
         ADD_FAILURE() << who << " keys [" << key_begin << ", " << key_begin + keys << ") of " << c.describe()
                       << ": visits query tiles [" << range.first << ", " << range.end
                       << "), the tiles with a row that sees one are [" << expected.first << ", " << expected.end << ")";
@@ -533,15 +529,15 @@ void expect_backward_tiles_at_every_edge_position() {
           const std::int64_t first_row = std::int64_t{tile} * tiling.block_m;
           const bool kernel_full = full.begin <= first_row && first_row + tiling.block_m <= full.end;
           if (kernel_full != grid.all(first_row, first_row + tiling.block_m, warp_key, warp_key + tiling.warp_keys) &&
-              ++failures <= 5) {
+              log.add()) {
             ADD_FAILURE() << "warp keys from " << warp_key << ", query tile " << tile << " of " << c.describe()
                           << ": taken as fully visible " << kernel_full;
           }
         }
       }
     }
-  }
-  EXPECT_EQ(failures, 0);
+  });
+  EXPECT_EQ(log.failures(), 0);
 }
 
 TEST(FlashBackwardGeometry, EveryCtaAndWarpVisitsExactlyTheQueryTilesThatSeeItsKeysAtEveryEdgePosition) {

@@ -275,20 +275,16 @@ TEST(FlashGeometry, KeyTilesHoldEveryVisibleKeyAndSkippedTilesNone) {
 template <typename Traits>
 void expect_forward_tiles_at_every_edge_position() {
   const test::Tiling tiling = test::tiling_of<Traits>();
-  int failures = 0;
-  for (const test::MaskedLengths& c : test::every_edge_position(tiling)) {
-    const auto query_tiles = static_cast<int>(c.len_q / tiling.block_m + 1);
-    const auto key_tiles = static_cast<int>(c.len_k / tiling.block_n + 1);
-    const test::VisibilityGrid grid(c.mask, c.len_q, c.len_k, std::int64_t{query_tiles} * tiling.block_m,
-                                    std::int64_t{key_tiles} * tiling.block_n);
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_tiles, int key_tiles) {
     const auto check = [&](std::int64_t row_begin, int rows, const char* who) {
       const KeyTileRange range = flash_key_tiles(c.mask, row_begin, row_begin + rows, c.len_q, c.len_k, tiling.block_n);
       const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
         return grid.any(row_begin, row_begin + rows, std::int64_t{tile} * tiling.block_n,
                         std::int64_t{tile + 1} * tiling.block_n);
       });
-      const bool matches = expected.end == 0 ? range.empty() : range.first == expected.first && range.end == expected.end;
-      if (!matches && ++failures <= 5) {
+      if (!expected.is(range.first, range.end) && log.add()) {
         ADD_FAILURE() << who << " rows [" << row_begin << ", " << row_begin + rows << ") of " << c.describe()
                       << ": visits key tiles [" << range.first << ", " << range.end << "), the tiles with a visible key are ["
                       << expected.first << ", " << expected.end << ")";
@@ -304,15 +300,15 @@ void expect_forward_tiles_at_every_edge_position() {
           const bool full = tile_fully_visible(c.mask, warp_row, warp_row + tiling.warp_rows, first_key,
                                                first_key + tiling.block_n, c.len_q, c.len_k);
           if (full != grid.all(warp_row, warp_row + tiling.warp_rows, first_key, first_key + tiling.block_n) &&
-              ++failures <= 5) {
+              log.add()) {
             ADD_FAILURE() << "warp rows from " << warp_row << ", key tile " << tile << " of " << c.describe()
                           << ": tile_fully_visible says " << full;
           }
         }
       }
     }
-  }
-  EXPECT_EQ(failures, 0);
+  });
+  EXPECT_EQ(log.failures(), 0);
 }
 
 TEST(FlashGeometry, EveryCtaAndWarpVisitsExactlyTheKeyTilesWithVisibleKeysAtEveryEdgePosition) {

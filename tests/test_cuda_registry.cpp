@@ -128,11 +128,15 @@ TEST(CudaRegistry, TheyRefuseWhatTheirKernelsCannotLaunchSayingWhy) {
       {"flash.simple", square_problem(128, 12), "multiples of 8 from 8 to 256"},
       {"flash.simple", square_problem(128, 264), "multiples of 8 from 8 to 256"},
       {"flash.simple", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
+      {"flash.simple", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
       {"cublas", [] { Problem p = square_problem(128, 64); p.batch = 65536; p.heads = p.kv_heads = 65536; return p; }(),
        "cuBLAS takes at most"},
       {"cublas", [] { Problem p = square_problem(128, 65536); p.heads = p.kv_heads = 65536; return p; }(),
        "not a valid cuBLAS GEMM"},
+      // S's bytes overflow at the row stride, and at the 4 bytes of an element.
       {"cublas", [] { Problem p = square_problem(1 << 24, 64); p.batch = 1 << 15; p.heads = p.kv_heads = 1 << 15; return p; }(),
+       "more bytes than a 64-bit index reaches"},
+      {"cublas", [] { Problem p = square_problem(1 << 24, 64); p.batch = 1 << 15; p.heads = p.kv_heads = 1 << 15; p.seqlen_k = 1 << 8; return p; }(),
        "more bytes than a 64-bit index reaches"},
   };
   for (const auto& refusal : refusals) {
@@ -176,6 +180,10 @@ TEST(CudaRegistry, TheConfigurationRecordsTheKernelsTiles) {
                 "fp32 sums"),
             std::string::npos)
       << "grouped-query attention sums dK and dV over a group";
+  p.kv_heads = p.heads;
+  EXPECT_NE(implementation("cublas").configuration(p, context)["backward"]["key_value_gradients"].get<std::string>().find(
+                "written by the GEMMs"),
+            std::string::npos);
 }
 
 // cuda.flash.simple reads Q, K and V in 16-byte chunks and says so before it

@@ -20,6 +20,8 @@
 
 namespace attnbench {
 
+class CallObserver;  // harness/plugin/call_audit.hpp
+
 // Times one sample: start() just before the call, stop() just after; stop()
 // waits for the work to finish and returns the elapsed seconds.
 class SampleTimer {
@@ -76,6 +78,9 @@ class Backend {
   virtual nlohmann::ordered_json read_clocks() { return nullptr; }
   // The hardware-counter profiler of the profiling pass; nullptr for none.
   virtual DeviceProfiler* profiler() { return nullptr; }
+  // What this device can observe of a call on its stream (stream capture, free
+  // memory), for checking plug-ins; nullptr where there is nothing to check.
+  virtual CallObserver* call_observer() { return nullptr; }
 };
 
 // What every backend whose memory the host addresses directly ("cpu",

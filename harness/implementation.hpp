@@ -53,6 +53,14 @@ struct ExecutionContext {
   int thread_count() const { return threads < 1 ? 1 : threads; }
 };
 
+// What an implementation's own checks of its checked call found: a plug-in's
+// stream and device-memory discipline (harness/plugin/call_audit.hpp).
+struct CallChecks {
+  nlohmann::ordered_json findings;    // the record's plugin.checks; null for none
+  std::vector<std::string> warnings;  // added to the record's warnings
+  std::string failure;                // not empty: the record fails with this reason
+};
+
 class Implementation {
  public:
   virtual ~Implementation() = default;
@@ -94,6 +102,16 @@ class Implementation {
   // Settings that shape the run (tile sizes, threads), recorded with each result.
   virtual nlohmann::ordered_json configuration(const Problem& problem,
                                                const ExecutionContext& context) const;
+  // The plug-in this implementation was loaded from ({"path", "sha256",
+  // "version"}, recorded with each record); null for a built-in one.
+  virtual nlohmann::ordered_json plugin_identity() const { return nullptr; }
+  // Makes the checked call: `call` runs the case's direction once on `buffers`.
+  // A plug-in checks around it what the harness cannot trust it to do.
+  virtual CallChecks make_checked_call(const Problem& /*problem*/, const AttentionBuffers& /*buffers*/,
+                                       ExecutionContext& /*context*/, const std::function<void()>& call) {
+    call();
+    return {};
+  }
 };
 
 using ImplementationFactory = std::function<std::unique_ptr<Implementation>()>;

@@ -6,8 +6,11 @@
 # (with the CUPTI profiling pass: measured DRAM bytes beside the models),
 # cross-check one case's DRAM bytes with ncu, run compute-sanitizer's memcheck,
 # racecheck and synccheck on one small padded, causal case with dropout for
-# every CUDA kernel, run PyTorch's SDPA backends on the N 4k forward cases, and
-# write every log and results file into OUTDIR. Prints
+# every CUDA kernel, run PyTorch's SDPA backends (and flash-attn, FlashInfer
+# where installed) on the N 4k forward cases,
+# build and run the CUDA plug-in example (and its variants that break the
+# plug-in rules, which the harness must catch), and write every log and results
+# file into OUTDIR. Prints
 # short tables last. Not yet timed on a GPU: give it up to 10 minutes with a
 # fresh build; a rerun on the same machine reuses build-gpu/.
 #
@@ -107,17 +110,64 @@ JSON
   done
 fi
 # PyTorch's SDPA backends beside ours on the device_check cases at
-# N 4k, forward, merged into one table with ours.
+# N 4k, forward, merged into one table with ours; and flash-attn 2 and 3 and
+# FlashInfer through their adapters where they are installed (their records
+# are skipped, saying so, where not).
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
-timeout 90 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+timeout 120 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+  --backends flash,cudnn,efficient,math --callable fa2 --callable fa3 --callable flashinfer \
   --filter 'q4096-.*-fwd-' -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then
   "$bin/attnbench" merge "$out/results.json" "$out/torch_peer.json" --allow-mixed-devices -o "$out/merged.json" \
     >> "$out/torch_peer.log" 2>&1 &&
     "$bin/attnbench" report "$out/merged.json" --table seqlen > "$out/report-peers.md" 2>> "$out/torch_peer.log"
 fi
-step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status"
+# The CUDA plug-in example (examples/plugins/cuda_attention.cu), built with the
+# command docs/plugins.md gives for this GPU's architecture, against the oracle
+# and cuda.cublas; and its two variants that break the rules, which the stream
+# check must fail and the device-memory check must flag.
+step "CUDA plug-in example (examples/plugins/cuda_attention.cu)"
+plugin_status=0
+for variant in "" DEFAULT_STREAM OWN_ALLOCATION; do
+  nvcc -O2 -shared -Xcompiler -fPIC -cudart shared -I include \
+    -gencode arch=compute_${capability:-90},code=sm_${capability:-90} ${variant:+-DATTNBENCH_EXAMPLE_$variant} \
+    examples/plugins/cuda_attention.cu -o "$out/libcuda_attention${variant:+_$variant}.so" \
+    >> "$out/plugin.log" 2>&1 || plugin_status=$?
+done
+cat > "$out/plugin_case.json" <<'JSON'
+{"name": "plugin_check", "description": "the CUDA plug-in example and its rule-breaking variants",
+ "defaults": {"batch": 2, "heads": 8, "kv_heads": 2, "seqlen": 1024, "head_dim": 128, "dtype": "bf16", "direction": "fwd"},
+ "cases": [{}, {"causal": true, "padding": {"lengths": [1024, 700]}}, {"seqlen_q": 300, "window": [128, 0], "layout": "bhsd"}],
+ "implementations": ["cuda.cublas", "cuda.example", "cuda.example_default_stream", "cuda.example_own_allocation"],
+ "measure": {"cache": "cold", "warmup_min_iterations": 1, "warmup_min_seconds": 0, "min_samples": 10,
+             "max_samples": 50, "min_seconds": 0, "max_seconds": 0.5}}
+JSON
+if [[ $plugin_status == 0 ]]; then
+  "$bin/attnbench" run "$out/plugin_case.json" --overwrite -o "$out/plugin.json" --plugin "$out/libcuda_attention.so" \
+    --plugin "$out/libcuda_attention_DEFAULT_STREAM.so" --plugin "$out/libcuda_attention_OWN_ALLOCATION.so" \
+    >> "$out/plugin.log" 2>&1
+  python3 - "$out/plugin.json" > "$out/plugin-summary.txt" 2>&1 <<'PY' || plugin_status=$?
+import json, sys
+records = json.load(open(sys.argv[1]))["records"]
+wrong = []
+for r in records:
+    checks = (r.get("plugin") or {}).get("checks") or {}
+    stream = (checks.get("stream") or {}).get("status", "-")
+    memory = (checks.get("device_memory") or {}).get("status", "-")
+    print(f"{r['case_index']} {r['implementation']:<28} {r['status']:<7} stream {stream:<12} memory {memory:<9} "
+          f"{r['reason'][:70]}")
+    expected = {"cuda.example": ("ok", "passed", "passed"), "cuda.cublas": ("ok", "-", "-"),
+                "cuda.example_default_stream": ("failed", "failed", None),
+                "cuda.example_own_allocation": (None, None, "allocated")}[r["implementation"]]
+    if any(want is not None and got != want for want, got in zip(expected, (r["status"], stream, memory))):
+        wrong.append(r["implementation"])
+print("plug-in checks:", "as expected" if not wrong else "NOT as expected for " + ", ".join(sorted(set(wrong))))
+sys.exit(1 if wrong else 0)
+PY
+fi
+step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
+step "done: tests exit $tests_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status"
 
 echo
 echo "== failing GPU tests =="
@@ -130,6 +180,8 @@ if [[ -f $out/report-peers.md ]]; then
   echo "== with PyTorch's backends (N 4k, forward) =="
   cat "$out/report-peers.md"
 fi
+echo "== the CUDA plug-in example and its rule-breaking variants =="
+cat "$out/plugin-summary.txt" 2>/dev/null || echo "(not run; see plugin.log)"
 echo "== HBM traffic: measured (CUPTI) against modelled, and the ncu cross-check =="
 python3 - "$out" <<'PY' || echo "(python3 failed; see results.json and ncu-*.csv)"
 import csv, glob, json, os, sys
@@ -168,4 +220,4 @@ for impl in ("cuda.cublas", "cuda.flash"):
     print(f"ncu {impl}: ncu {ncu / 1e9:.3f} GB over {rows // 2} kernel(s), harness "
           f"{ours / 1e9 if ours else float('nan'):.3f} GB, harness/ncu {ratio}")
 PY
-exit $(( tests_status != 0 || bench_status != 0 ))
+exit $(( tests_status != 0 || bench_status != 0 || plugin_status != 0 ))

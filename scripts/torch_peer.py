@@ -13,6 +13,11 @@ them beside attnbench's own. See docs/peers.md.
 
     scripts/torch_peer.py scenarios/fa2/fwd.json -o results/fa2-torch.json
     scripts/torch_peer.py SCENARIO --backends flash,math --filter 'q4096' --device 1
+    scripts/torch_peer.py SCENARIO --callable fa2 --callable mykernels:attention=mine
+
+--callable runs other attention callables through the same protocol: the
+adapters fa2, fa3 and flashinfer (scripts/peer_callables.py) or any function
+with SDPA's signature.
 
 Without PyTorch or without a CUDA device it still writes a valid file, every
 record skipped with the reason, and exits with 4. Exit codes follow attnbench:
@@ -35,6 +40,9 @@ import tempfile
 import warnings
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peer_callables  # noqa: E402  (beside this script)
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_CANNOT_RUN = 1, 2, 4
 SOURCE_DIR = pathlib.Path(__file__).resolve().parent.parent
@@ -700,18 +708,28 @@ def storage_slice(problem, tensor, b, heads, rows):
 
 
 class BackendRun:
-    """Runs one case on one forced SDPA backend."""
+    """Runs one case on one forced SDPA backend, or on a --callable (`target`: an adapter of
+    scripts/peer_callables.py, or a function with SDPA's signature)."""
 
-    def __init__(self, torch, case, implementation, flush, events):
+    def __init__(self, torch, case, implementation, flush, events, target=None, spec=None):
         self.torch, self.case, self.implementation = torch, case, implementation
         self.problem = case.problem
-        self.backend = getattr(torch.nn.attention.SDPBackend, BACKENDS[implementation], None)
+        self.target = target
+        self.adapter = target if hasattr(target, "bind") else None
+        self.backend = getattr(torch.nn.attention.SDPBackend, BACKENDS[implementation], None) \
+            if implementation in BACKENDS else None
         self.flush, self.events = flush, events
-        self.configuration = {"backend": BACKENDS[implementation], "torch": torch.__version__,
-                              "mask": case.plan, "layout": self.problem["layout"],
-                              "inputs": "attnbench's seeded values (device-generated, first 4096 elements of "
-                                        "each tensor checked against the host generator)"}
-        if case.mask is not None:
+        self.configuration = {"backend": BACKENDS[implementation], "torch": torch.__version__} \
+            if implementation in BACKENDS else {"callable": spec, "torch": torch.__version__}
+        if self.adapter is not None:
+            self.configuration.update({"library": self.adapter.library, "library_version": self.adapter.version(),
+                                       "packed": peer_callables.padded(self.problem)})
+        else:
+            self.configuration["mask"] = case.plan
+        self.configuration.update({"layout": self.problem["layout"],
+                                   "inputs": "attnbench's seeded values (device-generated, first 4096 elements "
+                                             "of each tensor checked against the host generator)"})
+        if case.mask is not None and self.adapter is None:
             self.configuration["mask_bytes"] = case.mask.numel()
         if self.problem["kv_heads"] != self.problem["heads"]:
             self.configuration["gqa"] = "enable_gqa=True"
@@ -730,33 +748,50 @@ class BackendRun:
             kwargs["attn_mask"] = causal_lower_right(problem["seqlen_q"], problem["seqlen_k"])
         elif self.case.plan == "explicit":
             kwargs["attn_mask"] = self.case.mask
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
+        function = self.target or torch.nn.functional.scaled_dot_product_attention
+        return function(q, k, v, **kwargs)
 
     def prepare(self):
         """Returns (the call timed per sample, the outputs of one checked call)."""
         torch, case, direction = self.torch, self.case, self.problem["direction"]
-        views = {name: case.view(name) for name in ("Q", "K", "V")}
+        binding = self.adapter.bind(self.problem, peer_callables.TorchTensors(torch, case.device)) \
+            if self.adapter is not None else peer_callables.sdpa_binding(case.view, self.attention)
+        storage = [case.leaves[name] for name in ("Q", "K", "V")]
         if direction == "fwd":
+            inputs = binding.inputs(binding.arguments(storage))
+
             def call():
                 with torch.no_grad():
-                    return self.attention(views["Q"], views["K"], views["V"])
-            return call, lambda: {"O": call()}
-        leaves = [case.leaves[name].detach().requires_grad_() for name in ("Q", "K", "V")]
-        grad_views = [case.view(name, leaf) for name, leaf in zip(("Q", "K", "V"), leaves)]
-        d_out = case.view("dO")
+                    return binding.call(*inputs)
+            return call, lambda: {"O": binding.output(call())}
+        leaves = [argument.detach().requires_grad_() for argument in binding.arguments(storage)]
+        inputs = binding.inputs(leaves)
+        d_out = binding.d_out(case.leaves["dO"])
+
+        def gradients(grads):
+            return {"d" + name: binding.gradient(name, grad) for name, grad in zip(("Q", "K", "V"), grads)}
         if direction == "fwd+bwd":
             def call():
-                out = self.attention(*grad_views)
+                out = binding.call(*inputs)
                 return (out, *torch.autograd.grad(out, leaves, d_out))
-            return call, lambda: dict(zip(("O", "dQ", "dK", "dV"), call()))
-        out = self.attention(*grad_views)  # bwd: the graph is built once, outside the samples
+
+            def checked():
+                out, *grads = call()
+                return {"O": binding.output(out), **gradients(grads)}
+            return call, checked
+        out = binding.call(*inputs)  # bwd: the graph is built once, outside the samples
 
         def call():
             return torch.autograd.grad(out, leaves, d_out, retain_graph=True)
-        return call, lambda: dict(zip(("dQ", "dK", "dV"), call()))
+        return call, lambda: gradients(call())
 
     def run(self, measure_settings, accuracy_settings, plan):
         torch, problem = self.torch, self.problem
+        if self.implementation not in BACKENDS:
+            refusal = self.adapter.refusal(problem) if self.adapter is not None else None
+            if refusal:
+                return "skipped", refusal, None, None, None
+            return self.measured(measure_settings, accuracy_settings, plan)
         if self.backend is None:
             return "skipped", f"this PyTorch ({torch.__version__}) has no SDPBackend.{BACKENDS[self.implementation]}", \
                 None, None, None
@@ -788,7 +823,11 @@ class BackendRun:
                     torch.cuda.reset_peak_memory_stats()
                 outputs = checked()
                 torch.cuda.synchronize()
+            except (NotImplementedError, peer_callables.Unsupported) as error:
+                return "skipped", f"{self.implementation} refused this case: {error}", None, None, None
             except RuntimeError as error:
+                if self.implementation not in BACKENDS:
+                    raise
                 if "No available kernel" in str(error) or "no kernel" in str(error).lower():
                     reasons = sorted({str(w.message).strip() for w in caught if w.category is UserWarning})
                     detail = " ".join(reasons) or str(error)
@@ -875,9 +914,13 @@ def finish_record(record, timing):
 
 
 def run_backend(torch, case_tensors, scenario, case, implementation, flush, events, measure_settings,
-                accuracy_settings):
+                accuracy_settings, callables):
     record = skipped_record(scenario, case, implementation, "")
-    runner = BackendRun(torch, case_tensors, implementation, flush, events)
+    target, unavailable, spec = callables.get(implementation, (None, None, None))
+    if unavailable:
+        record["reason"] = unavailable
+        return record
+    runner = BackendRun(torch, case_tensors, implementation, flush, events, target, spec)
     record["configuration"] = runner.configuration
     plan = plan_sample(case["problem"], accuracy_settings)
     try:
@@ -906,8 +949,13 @@ def parse_arguments(argv):
     parser.add_argument("-o", "--output", type=pathlib.Path,
                         help="results file (default: results/torch-<scenario>-<time>.json)")
     parser.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
-    parser.add_argument("--backends", default=",".join(b.split(".")[1] for b in BACKENDS),
-                        help="comma-separated backends: flash, cudnn, efficient, math (default: all)")
+    parser.add_argument("--backends",
+                        help="comma-separated backends: flash, cudnn, efficient, math (default: all, unless "
+                             "--callable is given)")
+    parser.add_argument("--callable", dest="callables", action="append", default=[], metavar="SPEC",
+                        help="also run an attention callable (repeatable): fa2, fa3 or flashinfer (adapters for "
+                             "flash-attn 2, FlashAttention-3, FlashInfer), or MODULE:FUNCTION[=NAME], a function "
+                             "with scaled_dot_product_attention's signature, recorded as torch.NAME")
     parser.add_argument("--filter", dest="case_filter",
                         help='only cases whose "<scenario>/<case key>" matches this regex (as attnbench run)')
     parser.add_argument("--attnbench", type=pathlib.Path, default=DEFAULT_BINARY,
@@ -921,12 +969,25 @@ def parse_arguments(argv):
     except SystemExit as exit_:
         raise SystemExit(EXIT_BAD_INPUT if exit_.code else 0) from None
     implementations = []
-    for name in filter(None, (n.strip() for n in arguments.backends.split(","))):
+    backends = arguments.backends
+    if backends is None:
+        backends = "" if arguments.callables else ",".join(b.split(".")[1] for b in BACKENDS)
+    for name in filter(None, (n.strip() for n in backends.split(","))):
         full = name if name.startswith("torch.") else "torch." + name
         if full not in BACKENDS:
             raise BadInput(f"--backends: unknown backend \"{name}\"; known: flash, cudnn, efficient, math")
         if full not in implementations:
             implementations.append(full)
+    arguments.specs = {}
+    for text in arguments.callables:
+        try:
+            spec = peer_callables.CallableSpec(text)
+        except ValueError as error:
+            raise BadInput(str(error)) from None
+        if spec.implementation in implementations:
+            raise BadInput(f'--callable "{text}": {spec.implementation} is already measured; give another NAME')
+        implementations.append(spec.implementation)
+        arguments.specs[spec.implementation] = spec
     if not implementations:
         raise BadInput("--backends names no backend")
     arguments.implementations = implementations
@@ -980,6 +1041,14 @@ def main(argv=None):
     torch, unavailable = load_torch()
     if torch is not None and unavailable is None and arguments.device >= torch.cuda.device_count():
         unavailable = f"no CUDA device {arguments.device} (this machine has {torch.cuda.device_count()})"
+    callables = {}
+    try:
+        for name, spec in arguments.specs.items():
+            if unavailable is None:
+                callables[name] = (*spec.load(), spec.text)
+    except ValueError as error:
+        print(f"torch_peer: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     document = build_document(arguments, listing, arguments.implementations, torch)
     if unavailable:
         print(f"torch_peer: {unavailable}: every record is skipped", file=sys.stderr)
@@ -1006,7 +1075,7 @@ def main(argv=None):
             done += 1
             print(f"[{done}/{total}] {entry['name']}/{case['key']}", file=sys.stderr, flush=True)
             records = run_case(torch, device, entry["name"], case, arguments.implementations,
-                               flush, events, scenario["measure"], scenario["accuracy"])
+                               flush, events, scenario["measure"], scenario["accuracy"], callables)
             for record in records:
                 failed |= record["status"] == "failed"
                 print(f"    {record['implementation']:16} {record['status']:8} "
@@ -1020,7 +1089,8 @@ def main(argv=None):
     return EXIT_FAILED if failed else 0
 
 
-def run_case(torch, device, scenario, case, implementations, flush, events, measure_settings, accuracy_settings):
+def run_case(torch, device, scenario, case, implementations, flush, events, measure_settings, accuracy_settings,
+             callables):
     """Every backend on one case; the case's tensors are made once and shared."""
     gc.collect()
     torch.cuda.synchronize()
@@ -1037,7 +1107,7 @@ def run_case(torch, device, scenario, case, implementations, flush, events, meas
         return record
     tensors.base_allocated = base
     records = [run_backend(torch, tensors, scenario, case, implementation, flush, events, measure_settings,
-                           accuracy_settings) for implementation in implementations]
+                           accuracy_settings, callables) for implementation in implementations]
     del tensors
     gc.collect()
     return records

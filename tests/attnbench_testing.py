@@ -5,10 +5,12 @@ directory first on sys.path and `import attnbench_testing` finds this module.
 It holds what the scripts would otherwise each repeat: a required package or a
 clear message, command-line paths for a unittest script, a temporary directory
 per test, writing a scenario file, running the attnbench binary on one, listing
-a scenario's cases, and the JSON Schemas in scenarios/.
+a scenario's cases, loading a script of scripts/ as a module, and the JSON
+Schemas in scenarios/.
 """
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -97,6 +99,17 @@ def listed_scenario(binary, scenario):
     listing = subprocess.run([str(binary), "list", "--json", str(scenario)],
                              capture_output=True, text=True, check=True)
     return json.loads(listing.stdout)["scenarios"][0]
+
+
+def load_script(source_dir, name):
+    """scripts/<name>.py of the source tree as a module (scripts/ on sys.path for its own imports)."""
+    scripts = str(pathlib.Path(source_dir) / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    spec = importlib.util.spec_from_file_location(name, pathlib.Path(scripts) / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_schema(source_dir, name):

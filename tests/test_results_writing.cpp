@@ -201,6 +201,7 @@ Json scenario_entry(const std::string& name) {
 
 Json identity() {
   return Json{{"git_revision", "abc1234"},
+              {"plugins", Json::object()},
               {"threads", 2},
               {"filter", nullptr},
               {"shard", nullptr},
@@ -253,6 +254,25 @@ TEST(RunIdentity, TheIdentityOfADocumentIsWhatShapesItsRecords) {
                 {"scenarios", Json::array({scenario_entry("tiny")})}};
   document["scenarios"][0]["path"] = "elsewhere/tiny.json";  // where the file was is not part of it
   EXPECT_EQ(run_identity(document), identity()) << "a file from before `filter` was recorded has none";
+  document["plugins"] = Json::array({{{"path", "/p/libk.so"}, {"sha256", "ab12"},
+                                      {"implementations", Json::array({{{"name", "cpu.k"}, {"version", "2"}}})}}});
+  EXPECT_EQ(run_identity(document)["plugins"],
+            (Json{{"cpu.k", {{"path", "/p/libk.so"}, {"sha256", "ab12"}, {"version", "2"}}}}));
+}
+
+TEST(RunIdentity, APluginOfAnotherBuildIsADifference) {
+  Json now = identity();
+  now["plugins"] = Json{{"cpu.k", {{"path", "/p/libk.so"}, {"sha256", std::string(64, 'b')}, {"version", "2"}}}};
+  Json saved = now;
+  EXPECT_TRUE(run_identity_differences(saved, now, "f").empty());
+  saved["plugins"]["cpu.k"]["path"] = "/elsewhere/libk.so";  // moved, the same build
+  EXPECT_TRUE(run_identity_differences(saved, now, "f").empty());
+  saved["plugins"]["cpu.k"]["sha256"] = std::string(64, 'a');
+  EXPECT_NE(messages(run_identity_differences(saved, now, "f")).find("f: plugins: the run's plug-ins were other builds"),
+            std::string::npos);
+  saved.erase("plugins");  // a file from before plug-ins: its cpu.k was a built-in one
+  EXPECT_NE(messages(run_identity_differences(saved, now, "f")).find("cpu.k came from a built-in implementation vs"),
+            std::string::npos);
 }
 
 Json record(const std::string& scenario, const std::string& key, std::size_t index, const std::string& implementation) {

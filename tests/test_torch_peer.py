@@ -12,7 +12,6 @@ every record skipped with the reason, exit 4, the case list that of
 that `attnbench merge` and `attnbench report` take beside attnbench's own.
 Bad input exits 2 and writes nothing.
 """
-import importlib.util
 import json
 import math
 import os
@@ -59,19 +58,12 @@ FAKE_TORCH = {
 }
 
 
-def load_peer():
-    spec = importlib.util.spec_from_file_location("torch_peer", ARGS.source_dir / "scripts" / "torch_peer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class TorchPeer(attnbench_testing.ScenarioTestCase):
     prefix, scenario_content, scenario_file = "attnbench_peer_", SCENARIO, "peer.json"
 
     @classmethod
     def setUpClass(cls):
-        cls.peer = load_peer()
+        cls.peer = attnbench_testing.load_script(ARGS.source_dir, "torch_peer")
 
     def run_peer(self, *arguments, torch_stub="missing"):
         """torch_peer.py with `import torch` failing ("missing") or finding FAKE_TORCH ("no_cuda")."""

@@ -10,6 +10,7 @@
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
 #include "harness/measure/profiler.hpp"
+#include "harness/plugin/loader.hpp"
 #include "harness/version.hpp"
 
 namespace attnbench {
@@ -73,8 +74,11 @@ int command_info(bool as_json) {
                {"summary", implementation->summary()},
                {"available", available.ok}};
     if (!available.ok) entry["reason"] = available.reason;
+    if (Json plugin = implementation->plugin_identity(); !plugin.is_null()) entry["plugin"] = std::move(plugin);
     info["implementations"].push_back(entry);
   }
+  info["plugins"] = Json::array();
+  for (const LoadedPlugin& plugin : loaded_plugins()) info["plugins"].push_back(plugin.to_json());
   if (as_json) {
     std::printf("%s\n", info.dump(2).c_str());
     return kExitSuccess;
@@ -106,6 +110,12 @@ int command_info(bool as_json) {
                   ? "available" + (profiler.contains("chip") ? " (" + profiler["chip"].get<std::string>() + ")" : "")
                   : "unavailable: " + profiler["reason"].get<std::string>());
   if (!profiler["hint"].get<std::string>().empty()) print_entry("", 0, "hint: " + profiler["hint"].get<std::string>());
+  if (!info["plugins"].empty()) {
+    std::printf("\nplug-ins:\n");
+    for (const Json& plugin : info["plugins"]) {
+      print_entry("", 0, plugin["path"].get<std::string>() + " (sha256 " + plugin["sha256"].get<std::string>() + ")");
+    }
+  }
   std::printf("\nimplementations:\n");
   for (const Json& entry : info["implementations"]) {
     std::string text = entry["summary"].get<std::string>();

@@ -28,7 +28,12 @@ using Json = nlohmann::ordered_json;
 Json run_verdict(const Implementation& implementation, const Problem& problem, int threads) {
   const Verdict available = implementation.availability();
   if (!available.ok) return Json{{"runs", false}, {"available", false}, {"reason", available.reason}};
-  const std::string reason = preflight(implementation, problem, threads, false).skip_reason;
+  std::string reason;
+  try {
+    reason = preflight(implementation, problem, threads, false).skip_reason;
+  } catch (const std::exception& error) {  // a plug-in's callback failed: `run` records it as failed
+    reason = std::string("error: ") + error.what();
+  }
   if (!reason.empty()) return Json{{"runs", false}, {"available", true}, {"reason", reason}};
   return Json{{"runs", true}, {"available", true}};
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli/commands.hpp"
+#include "harness/cli/plugin_options.hpp"
 #include "harness/errors.hpp"
 #include "harness/message_text.hpp"
 #include "harness/version.hpp"
@@ -45,10 +46,17 @@ int main(int argc, char** argv) {
     CLI::App app{"attnbench: benchmarking and profiling harness for exact attention"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(tool_version()) + " (git " + git_revision() + ")");
-    const std::vector<Subcommand> subcommands{
-        add_run_command(app),      add_bench_command(app),   add_list_command(app),
-        add_validate_command(app), add_info_command(app),    add_compare_command(app),
-        add_report_command(app),   add_merge_command(app)};
+    // The commands that run, list or check implementations take plug-ins.
+    const std::vector<Subcommand> with_plugins{add_run_command(app), add_bench_command(app), add_list_command(app),
+                                               add_validate_command(app), add_info_command(app)};
+    std::vector<Subcommand> subcommands = with_plugins;
+    for (const Subcommand& command : {add_compare_command(app), add_report_command(app), add_merge_command(app)}) {
+      subcommands.push_back(command);
+    }
+    PluginRequest plugins;
+    std::vector<CLI::App*> plugin_commands;
+    for (const Subcommand& command : with_plugins) plugin_commands.push_back(command.app);
+    add_plugin_options(plugin_commands, plugins);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -62,6 +70,7 @@ int main(int argc, char** argv) {
                    help.c_str());
       return kExitBadInput;
     }
+    plugins.load_if_chosen();
     const std::vector<std::string> command_line(argv, argv + argc);
     for (const Subcommand& subcommand : subcommands) {
       if (subcommand.app->parsed()) return subcommand.action(command_line);

@@ -16,6 +16,7 @@
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
 #include "harness/cuda/nvml_clocks.hpp"
+#include "harness/cuda/stream_capture.hpp"
 #include "harness/errors.hpp"
 
 namespace attnbench {
@@ -126,6 +127,10 @@ class CudaBackend final : public Backend {
     return clocks["source"] == "nvml" ? clocks : nlohmann::ordered_json(nullptr);
   }
   // Created on first use; its probe touches CUPTI only when a device exists.
+  CallObserver* call_observer() override {
+    if (!call_observer_) call_observer_ = make_stream_capture_observer(stream_);
+    return call_observer_.get();
+  }
   DeviceProfiler* profiler() override {
     if (!profiler_) profiler_ = make_cupti_profiler(ordinal_, pci_bus_id_);
     return profiler_.get();
@@ -186,6 +191,7 @@ class CudaBackend final : public Backend {
   std::string pci_bus_id_;
   std::unique_ptr<NvmlDevice> nvml_;
   std::unique_ptr<DeviceProfiler> profiler_;
+  std::unique_ptr<CallObserver> call_observer_;
   unsigned char flush_value_ = 0;
 };
 

@@ -70,6 +70,7 @@ void CaseBenchmarks::open_and_check(Prepared& prepared, Implementation& implemen
       ImplementationSession::open(implementation, *data_, threads_, prepared.skip_reason);
   if (!session) return;
   prepared.counted = session->checked_call();
+  if (!session->call_checks().failure.empty()) throw std::runtime_error(session->call_checks().failure);
   const Scenario& scenario = *prepared.scenario;
   if (scenario.accuracy.check && !implementation.is_oracle()) {
     const HostOutputs outputs = session->copy_outputs();

@@ -2,7 +2,7 @@
 // so Google Benchmark's flags, reporters and tools/compare.py work on them.
 //
 //   attnbench-gbench --scenario=FILE [--scenario=FILE…] [--impl=LIST] [--threads=N]
-//                    [--benchmark_filter=REGEX] [--benchmark_format=json] …
+//                    [--plugin=PATH…] [--benchmark_filter=REGEX] [--benchmark_format=json] …
 //
 // Our flags (also accepted as "--flag VALUE") are taken out of argv before
 // Google Benchmark reads the rest. Exit codes: 0 success; 1 a case failed its
@@ -24,6 +24,7 @@
 #include "harness/errors.hpp"
 #include "harness/gbench/case_benchmark.hpp"
 #include "harness/host_info.hpp"
+#include "harness/plugin/loader.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/version.hpp"
@@ -35,6 +36,7 @@ using namespace attnbench;
 struct FrontEndOptions {
   std::vector<std::string> scenario_paths;
   std::vector<std::string> implementations;
+  std::vector<std::string> plugin_paths;
   int threads = 0;  // 0: the CPUs this process can use (available_cpus())
 };
 
@@ -61,7 +63,7 @@ int parse_threads(const std::string& text) {
   return threads;
 }
 
-// Takes --scenario, --impl and --threads out of argv (argc shrinks accordingly).
+// Takes --scenario, --impl, --threads and --plugin out of argv (argc shrinks accordingly).
 FrontEndOptions take_front_end_flags(int& argc, char** argv) {
   FrontEndOptions options;
   int kept = 1;
@@ -69,7 +71,7 @@ FrontEndOptions take_front_end_flags(int& argc, char** argv) {
     const std::string_view argument = argv[i];
     std::string value;
     std::string_view flag;
-    for (const std::string_view name : {"--scenario", "--impl", "--threads"}) {
+    for (const std::string_view name : {"--scenario", "--impl", "--threads", "--plugin"}) {
       if (argument == name) {
         if (i + 1 >= argc) throw InputError(std::string(name) + ": needs a value");
         flag = name;
@@ -88,6 +90,8 @@ FrontEndOptions take_front_end_flags(int& argc, char** argv) {
       options.scenario_paths.push_back(value);
     } else if (flag == "--impl") {
       options.implementations = split_commas(value);
+    } else if (flag == "--plugin") {
+      options.plugin_paths.push_back(value);
     } else {
       options.threads = parse_threads(value);
     }
@@ -104,6 +108,8 @@ void print_help() {
       "  --impl=LIST       comma-separated implementations (default: the scenario's)\n"
       "  --threads=N       host threads for CPU implementations (default: the CPUs this\n"
       "                    process can use: its affinity mask and cgroup CPU quota)\n"
+      "  --plugin=PATH     load implementations from this shared library (repeatable;\n"
+      "                    also the ':'-separated list in ATTNBENCH_PLUGINS)\n"
       "Benchmarks are named <scenario>/<implementation>/<case_key>; --benchmark_filter is\n"
       "a POSIX extended regex, so escape . + ( ) in case keys. See docs/gbench.md.\n\n");
   benchmark::PrintDefaultHelp();
@@ -162,6 +168,7 @@ int run(int argc, char** argv) {
   benchmark::Initialize(&argc, argv, print_help);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitBadInput;
   if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
+  load_plugins(options.plugin_paths);
 
   const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
   const int threads = options.threads > 0 ? options.threads : available_cpus().count;

@@ -163,9 +163,11 @@ std::optional<ByteCount> ImplementationSession::checked_call() {
     if (poisoned->elements) backend_.fill_with_nan(*poisoned);
   }
   traffic_.reset();
-  implementation_.forward(p, buffers_, context_);
-  if (p.direction == Direction::bwd) traffic_.reset();
-  if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+  call_checks_ = implementation_.make_checked_call(p, buffers_, context_, [&] {
+    implementation_.forward(p, buffers_, context_);
+    if (p.direction == Direction::bwd) traffic_.reset();
+    if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
+  });
   backend_.synchronize();
   if (!implementation_.counts_traffic()) return std::nullopt;
   return ByteCount{static_cast<double>(traffic_.read_bytes()), static_cast<double>(traffic_.write_bytes())};

@@ -85,9 +85,12 @@ class ImplementationSession {
   nlohmann::ordered_json configuration() const;
 
   // One call in the case's direction on poisoned outputs (a bwd case runs the
-  // forward first, outside what is counted); returns the bytes counted for the
-  // direction's work when the implementation counts them.
+  // forward first, outside what is counted), made through the implementation's
+  // make_checked_call; returns the bytes counted for the direction's work when
+  // the implementation counts them.
   std::optional<ByteCount> checked_call();
+  // What the implementation's own checks of the last checked call found.
+  const CallChecks& call_checks() const { return call_checks_; }
   HostOutputs copy_outputs() const;
   // The oracle comparison of the last checked call's outputs.
   AccuracyResult check_accuracy(const HostOutputs& outputs);
@@ -119,6 +122,7 @@ class ImplementationSession {
   MemoryPlan memory_;
   DeviceArena arena_;
   AttentionBuffers buffers_;
+  CallChecks call_checks_;
 };
 
 }  // namespace attnbench

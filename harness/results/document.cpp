@@ -220,6 +220,14 @@ void ResultsDocument::set_filter(const std::string& filter) {
   document_["filter"] = filter.empty() ? Json(nullptr) : Json(filter);
 }
 
+void ResultsDocument::set_plugins(const Json& plugins) {
+  if (plugins.empty()) {
+    document_.erase("plugins");
+  } else {
+    document_["plugins"] = plugins;
+  }
+}
+
 namespace {
 
 // A devices entry without the clocks the run adds to it.

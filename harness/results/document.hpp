@@ -81,6 +81,9 @@ class ResultsDocument {
   // load averages, null where the OS does not say.
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
   void set_filter(const std::string& filter);  // "" for none (null)
+  // The plug-ins the run's implementations come from (plugins_json of
+  // harness/plugin/loader.hpp); an empty list leaves the key out.
+  void set_plugins(const nlohmann::ordered_json& plugins);
   // Adds a devices entry unless one describes the same device (clocks aside).
   void add_device(const nlohmann::ordered_json& device);
   // The devices entry that `device` describes (clocks aside); null when none.

@@ -57,6 +57,16 @@ const JsonSchema& header_schema() {
   return schema;
 }
 
+bool is_crash_entry(const Json& crash) {
+  if (!crash.is_object() || crash.size() != 4 || !crash.contains("signal") || !crash["signal"].is_number_integer()) {
+    return false;
+  }
+  for (const char* key : {"scenario", "case_key", "implementation"}) {
+    if (!crash.contains(key) || !crash[key].is_string()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 JournalContents read_journal(const std::string& path) {
@@ -88,10 +98,12 @@ JournalContents read_journal(const std::string& path) {
       contents.records.push_back(std::move(entry["record"]));
     } else if (entry.is_object() && entry.size() == 1 && entry.contains("device") && entry["device"].is_object()) {
       contents.devices.push_back(std::move(entry["device"]));
+    } else if (entry.is_object() && entry.size() == 1 && entry.contains("crashed") && is_crash_entry(entry["crashed"])) {
+      contents.crashes.push_back(std::move(entry["crashed"]));
     } else {
       throw InputError({Diagnostic{path, where,
-                                   "is not a journal entry ({\"record\": …} or {\"device\": …}); the journal was "
-                                   "damaged after it was written"}});
+                                   "is not a journal entry ({\"record\": …}, {\"device\": …} or {\"crashed\": …}); "
+                                   "the journal was damaged after it was written"}});
     }
   }
   if (contents.header.is_null()) {

@@ -210,7 +210,7 @@ void check_records_belong(const std::vector<MergeInput>& inputs, std::vector<Dia
       if (cases == cases_by_source.end()) {
         std::vector<Diagnostic> diagnostics;
         const Scenario scenario = parse_scenario(source, input.path + ": scenarios[" + std::to_string(i) + "].source",
-                                                 diagnostics);
+                                                 diagnostics, ImplementationNames::any);
         if (!diagnostics.empty()) {
           problems.push_back({input.path, "scenarios[" + std::to_string(i) + "].source",
                               "is no longer a valid scenario (" + diagnostics.front().message +
@@ -270,6 +270,42 @@ void check_duplicates(const std::vector<MergeInput>& inputs, std::vector<Diagnos
   }
 }
 
+// One implementation's records must all come from one build of it: a plug-in
+// rebuilt between two runs makes records that do not belong in one column.
+void check_plugin_builds(const std::vector<MergeInput>& inputs, std::vector<Diagnostic>& problems) {
+  std::map<std::string, std::pair<const MergeInput*, Json>> first_build;
+  std::set<std::pair<std::string, const MergeInput*>> reported;
+  for (const MergeInput& input : inputs) {
+    for (const Json& record : input.document["records"]) {
+      const std::string name = record["implementation"].get<std::string>();
+      const Json build = record.contains("plugin") ? Json{{name, {{"path", record["plugin"]["path"]},
+                                                                  {"sha256", record["plugin"]["sha256"]},
+                                                                  {"version", record["plugin"]["version"]}}}}
+                                                   : Json::object();
+      const auto [first, inserted] = first_build.try_emplace(name, &input, build);
+      if (inserted) continue;
+      const std::vector<std::string> differences = plugin_build_differences(first->second.second, build);
+      if (differences.empty() || !reported.emplace(name, &input).second) continue;
+      problems.push_back({input.path, "records",
+                          join_differences(differences) + " (" + first->second.first->path +
+                              "'s vs this file's); records of two builds of a plug-in do not merge into one "
+                              "implementation"});
+    }
+  }
+}
+
+// Every plug-in of the inputs once (by path and SHA-256), in order of appearance.
+Json merged_plugins(const std::vector<MergeInput>& inputs) {
+  Json plugins = Json::array();
+  for (const MergeInput& input : inputs) {
+    if (!input.document.contains("plugins")) continue;
+    for (const Json& plugin : input.document["plugins"]) {
+      if (std::find(plugins.begin(), plugins.end(), plugin) == plugins.end()) plugins.push_back(plugin);
+    }
+  }
+  return plugins;
+}
+
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
   return Json{{"path", escape_invalid_utf8(input.path)},
@@ -325,6 +361,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
   const std::vector<std::string> missing_shards = check_shards(inputs, problems);
   check_records_belong(inputs, problems);
   check_duplicates(inputs, problems);
+  check_plugin_builds(inputs, problems);
   if (!problems.empty()) throw InputError(problems);
   if (!options.allow_mixed_devices) {
     std::vector<Diagnostic> differences = device_differences(inputs);
@@ -376,6 +413,7 @@ MergeOutcome merge_results(const std::vector<MergeInput>& inputs, const MergeOpt
                          {"merged_from", std::move(merged_from)},
                          {"scenarios", std::move(scenarios)},
                          {"records", std::move(records)}};
+  if (Json plugins = merged_plugins(inputs); !plugins.empty()) merged.document["plugins"] = std::move(plugins);
   return merged;
 }
 

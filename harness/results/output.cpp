@@ -128,7 +128,7 @@ std::vector<Diagnostic> journal_schema_errors(const JournalContents& journal, co
 }  // namespace
 
 void ResultsOutput::continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                                       const std::vector<Json>& devices_now) const {
+                                       const std::vector<Json>& devices_now) {
   if (saved_.journal) {
     const std::vector<Diagnostic> invalid = journal_schema_errors(*saved_.journal, document.json(), journal_file());
     if (!invalid.empty()) throw InputError(invalid);
@@ -187,6 +187,30 @@ void ResultsOutput::continue_saved_run(ResultsDocument& document, const Expected
     for (const Json& device : saved_.journal->devices) document.add_device(device);
   }
   for (const Json* record : journaled) document.add_record(*record);
+  if (saved_.journal) {
+    for (const Json& crash : saved_.journal->crashes) {
+      if (!document.has_record(crash["scenario"].get<std::string>(), crash["case_key"].get<std::string>(),
+                               crash["implementation"].get<std::string>())) {
+        crashes_.push_back(crash);
+      }
+    }
+  }
+}
+
+std::unique_ptr<CrashNote> ResultsOutput::note_crashes_in(const std::string& scenario, const std::string& case_key,
+                                                          const std::string& implementation) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return std::make_unique<CrashNote>(journal_->descriptor(), scenario, case_key, implementation);
+}
+
+int ResultsOutput::crashed_in(const std::string& scenario, const std::string& case_key,
+                              const std::string& implementation) const {
+  for (const Json& crash : crashes_) {
+    if (crash["scenario"] == scenario && crash["case_key"] == case_key && crash["implementation"] == implementation) {
+      return crash["signal"].get<int>();
+    }
+  }
+  return 0;
 }
 
 void ResultsOutput::start(ResultsDocument document) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/results/crash_note.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
@@ -63,7 +65,7 @@ class ResultsOutput {
   // device of the same kind must have the same identity). Throws InputError
   // listing every difference and every record that does not belong.
   void continue_saved_run(ResultsDocument& document, const ExpectedRecords& expected,
-                          const std::vector<nlohmann::ordered_json>& devices_now) const;
+                          const std::vector<nlohmann::ordered_json>& devices_now);
 
   // Writes RESULTS from `document` (complete: false) and starts a fresh journal.
   // Throws FileWriteError.
@@ -71,6 +73,13 @@ class ResultsOutput {
 
   // The device a case used first, with its clocks then; journaled with that case.
   void note_device(const nlohmann::ordered_json& description, const nlohmann::ordered_json& clocks);
+  // While it lives, a crash of the process is noted in the journal as one of
+  // (scenario, case_key, implementation) (harness/results/crash_note.hpp).
+  std::unique_ptr<CrashNote> note_crashes_in(const std::string& scenario, const std::string& case_key,
+                                             const std::string& implementation);
+  // The signal the run this one resumes crashed of while `implementation` ran
+  // the case (a "crashed" entry of its journal, with no record), or 0.
+  int crashed_in(const std::string& scenario, const std::string& case_key, const std::string& implementation) const;
   // A finished case: journaled (one synced write), then added to the document.
   // Throws FileWriteError, and then the records are not added.
   void add_case(std::vector<nlohmann::ordered_json> records);
@@ -106,6 +115,7 @@ class ResultsOutput {
   std::optional<ResultsDocument> document_;
   std::optional<JournalWriter> journal_;
   std::vector<nlohmann::ordered_json> devices_to_journal_;
+  std::vector<nlohmann::ordered_json> crashes_;  // the saved journal's "crashed" entries that have no record
 };
 
 }  // namespace attnbench

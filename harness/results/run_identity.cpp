@@ -91,10 +91,45 @@ Json run_identity(const Json& document) {
                              {"implementations", scenario["implementations"]}});
   }
   return Json{{"git_revision", document["tool"]["git_revision"]},
+              {"plugins", plugin_builds(document)},
               {"threads", document["threads"]},
               {"filter", document.contains("filter") ? document["filter"] : Json(nullptr)},
               {"shard", document["shard"]},
               {"scenarios", std::move(scenarios)}};
+}
+
+Json plugin_builds(const Json& document) {
+  Json builds = Json::object();
+  if (!document.contains("plugins")) return builds;
+  for (const Json& plugin : document["plugins"]) {
+    for (const Json& implementation : plugin["implementations"]) {
+      builds[implementation["name"].get<std::string>()] =
+          Json{{"path", plugin["path"]}, {"sha256", plugin["sha256"]}, {"version", implementation["version"]}};
+    }
+  }
+  return builds;
+}
+
+std::vector<std::string> plugin_build_differences(const Json& a, const Json& b) {
+  std::vector<std::string> differences;
+  const auto described = [](const Json& build) {
+    if (build.is_null()) return std::string("a built-in implementation");
+    return "the plug-in " + build["path"].get<std::string>() + " (sha256 " +
+           build["sha256"].get<std::string>().substr(0, 12) + "…, version " + build["version"].get<std::string>() + ")";
+  };
+  std::set<std::string> names;
+  for (const auto& [name, build] : a.items()) names.insert(name);
+  for (const auto& [name, build] : b.items()) names.insert(name);
+  for (const std::string& name : names) {
+    const Json first = a.contains(name) ? a[name] : Json(nullptr);
+    const Json second = b.contains(name) ? b[name] : Json(nullptr);
+    const auto build_of = [](const Json& build) {
+      return build.is_null() ? Json(nullptr) : Json{{"sha256", build["sha256"]}, {"version", build["version"]}};
+    };
+    if (build_of(first) == build_of(second)) continue;
+    differences.push_back(name + " came from " + described(first) + " vs " + described(second));
+  }
+  return differences;
 }
 
 std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& current, const std::string& file) {
@@ -105,6 +140,15 @@ std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& 
                         "the run was made by build " + shown(saved["git_revision"]) + ", this is build " +
                             shown(current["git_revision"]) + "; records of two builds do not mix: continue it with "
                             "the build that started it"});
+  }
+  const Json no_plugins = Json::object();
+  const std::vector<std::string> plugins = plugin_build_differences(
+      saved.contains("plugins") ? saved["plugins"] : no_plugins, current.contains("plugins") ? current["plugins"] : no_plugins);
+  if (!plugins.empty()) {
+    problems.push_back({file, "plugins",
+                        "the run's plug-ins were other builds (the run's vs this one's): " + join_differences(plugins) +
+                            "; records of two builds of a plug-in do not mix: continue it with the plug-in that "
+                            "started it"});
   }
   if (saved["threads"] != current["threads"]) {
     problems.push_back({file, "threads", "the run used " + shown(saved["threads"]) + " threads, this one " +

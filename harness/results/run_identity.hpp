@@ -1,7 +1,8 @@
 // When records of different runs may share one results file: the comparison
 // `run --resume` and `merge` both make, in one place.
 // - A run's identity: everything that shapes its records or which records it
-//   makes — the tool's git revision, threads, --filter, --shard, and per
+//   makes — the tool's git revision and its plug-ins' builds, threads,
+//   --filter, --shard, and per
 //   scenario the file as given (`source`), the effective `measure` and
 //   `accuracy` settings (compared as whole objects, so a setting added later is
 //   covered) and the implementations.
@@ -36,9 +37,19 @@ std::vector<std::string> scenario_definition_differences(const nlohmann::ordered
                                                          const nlohmann::ordered_json& b);
 
 // The identity of the run a results document holds (see above):
-// {"git_revision", "threads", "filter", "shard", "scenarios": [{"name",
-// "source", "measure", "accuracy", "implementations"}]}.
+// {"git_revision", "plugins", "threads", "filter", "shard", "scenarios":
+// [{"name", "source", "measure", "accuracy", "implementations"}]}.
 nlohmann::ordered_json run_identity(const nlohmann::ordered_json& results_document);
+
+// The builds of the plug-in implementations a results document's records come
+// from, part of its identity as the tool's git revision is: {name: {"path",
+// "sha256", "version"}}, from its `plugins` (empty when it has none).
+nlohmann::ordered_json plugin_builds(const nlohmann::ordered_json& results_document);
+
+// "NAME came from A vs B" for each implementation whose plug-in build (SHA-256
+// and version; the path may differ) is not the same in `a` and `b`
+// (plugin_builds values), a built-in implementation counting as none.
+std::vector<std::string> plugin_build_differences(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b);
 
 // Every way the identity saved in `file` differs from `current`, each naming
 // the key, both values, and what --resume needs.

@@ -21,6 +21,7 @@
 #include "harness/scenario/json_text.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
+#include "harness/plugin/loader.hpp"
 #include "harness/results/npy.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/measure/profiler.hpp"
@@ -243,6 +244,16 @@ class ScenarioRunner {
       progress.start_implementation(std::string(implementation->name()));
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
+      const std::string name(implementation->name());
+      if (const int signal = results_.crashed_in(scenario.name, scenario_case.key, name)) {
+        record["status"] = "failed";
+        record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
+                           strsignal(signal) + ") while " + name +
+                           " ran, in the run --resume continued; it is recorded as failed instead of being run again";
+        records.push_back(std::move(record));
+        continue;
+      }
+      const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       std::optional<AccuracyResult> checked;
       try {
         std::string skip_reason;
@@ -283,7 +294,7 @@ class ScenarioRunner {
     const Problem& p = scenario_case.problem;
     const ByteCount compulsory = compulsory_bytes(p);
     const std::optional<TrafficModel> modelled = implementation.modelled_traffic(p);
-    return Json{{"scenario", scenario.name},
+    Json record{{"scenario", scenario.name},
                 {"case_index", case_index},
                 {"case_key", scenario_case.key},
                 {"case_origin", scenario_case.origin},
@@ -303,6 +314,8 @@ class ScenarioRunner {
                              {"modelled", modelled ? modelled->to_json() : Json(nullptr)},
                              {"ratio_to_modelled", {{"measured", nullptr}, {"counted", nullptr}}}}},
                 {"accuracy", nullptr}};
+    if (Json plugin = implementation.plugin_identity(); !plugin.is_null()) record["plugin"] = std::move(plugin);
+    return record;
   }
 
   // The device's description and its clocks, when the run first uses it.
@@ -340,6 +353,10 @@ class ScenarioRunner {
     if (const std::optional<ByteCount> counted = session.checked_call()) {
       record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
     }
+    const CallChecks& checks = session.call_checks();
+    if (!checks.findings.is_null()) record["plugin"]["checks"] = checks.findings;
+    for (const std::string& warning : checks.warnings) record["warnings"].push_back(warning);
+    if (!checks.failure.empty()) throw std::runtime_error(checks.failure);
     std::optional<AccuracyResult> accuracy;
     const bool check = scenario.accuracy.check && !implementation.is_oracle();
     if (check || dumper_.enabled()) {
@@ -384,7 +401,7 @@ class ScenarioRunner {
                             {"output_bytes", memory.outputs},
                             {"workspace_bytes", memory.workspace},
                             {"extra_bytes", session.peak_bytes() - memory.inputs - memory.outputs}};
-    if (!throttling.warnings.empty()) record["warnings"] = throttling.warnings;
+    for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
 
     Json& traffic = record["traffic"];
     traffic["measured"] = profile_implementation(session);
@@ -681,6 +698,18 @@ ExpectedRecords expected_records(const std::vector<PlannedScenario>& plan) {
   return expected;
 }
 
+// The names of every planned implementation, once each.
+std::vector<std::string> planned_implementation_names(const std::vector<PlannedScenario>& plan) {
+  std::vector<std::string> names;
+  for (const PlannedScenario& planned : plan) {
+    for (const Implementation* implementation : planned.implementations) {
+      const std::string name(implementation->name());
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
 // The descriptions of the devices the planned implementations run on.
 std::vector<Json> devices_planned(const std::vector<PlannedScenario>& plan) {
   std::set<std::string> kinds;
@@ -814,6 +843,7 @@ int run_scenarios(const RunOptions& options) {
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
   document.set_scenarios(scenarios_json(plan));
+  document.set_plugins(plugins_json(planned_implementation_names(plan)));
   if (options.resume) output.continue_saved_run(document, expected_records(plan), devices_planned(plan));
   try {
     output.start(std::move(document));

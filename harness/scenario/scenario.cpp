@@ -86,8 +86,9 @@ class ScenarioParser {
   // is never used, so the semantic checks of everything else still run and
   // every problem is reported at once: a case is built unless one of the
   // values it takes (from defaults, its entry in cases, a sweep point) is broken.
-  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, const std::vector<std::string>& broken)
-      : file_(file), diagnostics_(diagnostics), broken_paths_(broken.begin(), broken.end()) {
+  ScenarioParser(const std::string& file, std::vector<Diagnostic>& diagnostics, const std::vector<std::string>& broken,
+                 ImplementationNames names)
+      : file_(file), diagnostics_(diagnostics), broken_paths_(broken.begin(), broken.end()), names_(names) {
     for (const std::string& path : broken_paths_) broken_.insert(section_of(path));
   }
 
@@ -199,7 +200,7 @@ class ScenarioParser {
       const Json& names = document["implementations"];
       for (std::size_t i = 0; i < names.size(); ++i) {
         const auto name = names[i].get<std::string>();
-        if (!ImplementationRegistry::instance().find(name)) {
+        if (names_ == ImplementationNames::registered && !ImplementationRegistry::instance().find(name)) {
           error("implementations[" + std::to_string(i) + "]",
                 "unknown implementation \"" + name + "\"; known: " + known_implementations());
         }
@@ -522,6 +523,7 @@ class ScenarioParser {
   std::vector<Diagnostic>& diagnostics_;
   std::set<std::string> broken_paths_;     // of the schema errors
   std::set<std::string> broken_;           // the sections they are in
+  ImplementationNames names_;
   std::vector<CaseIssue> case_issues_;
   std::map<std::pair<std::string, std::string>, std::size_t> case_issue_index_;  // (path, message) -> its issue
   std::string current_label_;  // of the case being built
@@ -535,8 +537,8 @@ const nlohmann::ordered_json& scenario_schema() {
   return schema;
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& file,
-                        std::vector<Diagnostic>& diagnostics) {
+Scenario parse_scenario(const std::string& text, const std::string& file, std::vector<Diagnostic>& diagnostics,
+                        ImplementationNames names) {
   const std::size_t errors_before = diagnostics.size();
   const Json document = parse_json_document(text, file, diagnostics);
   if (diagnostics.size() != errors_before) return Scenario{};
@@ -553,7 +555,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file,
     broken.push_back(problem.path);
   }
   if (!ScenarioParser::cases_expandable(document)) return Scenario{};
-  ScenarioParser parser(file, diagnostics, std::move(broken));
+  ScenarioParser parser(file, diagnostics, std::move(broken), names);
   Scenario scenario = parser.parse(document);
   if (diagnostics.size() != errors_before) return Scenario{};
   return scenario;

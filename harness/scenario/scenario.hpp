@@ -36,11 +36,16 @@ struct Scenario {
 // The JSON Schema of scenario files (embedded at build time).
 const nlohmann::ordered_json& scenario_schema();
 
+// Whether the implementations a scenario names must be registered here (to
+// run it), or may be any (to re-expand a saved scenario whose plug-ins are not
+// loaded).
+enum class ImplementationNames { registered, any };
+
 // Parses, validates and expands one scenario document. Problems are appended to
 // `diagnostics` (with `file` as their file name); the scenario is meaningful only
 // when none were added.
-Scenario parse_scenario(const std::string& text, const std::string& file,
-                        std::vector<Diagnostic>& diagnostics);
+Scenario parse_scenario(const std::string& text, const std::string& file, std::vector<Diagnostic>& diagnostics,
+                        ImplementationNames names = ImplementationNames::registered);
 
 // Whether a document is a JSON Schema (its "$schema" is a json-schema.org
 // meta-schema), such as scenarios/scenario.schema.json, rather than a scenario.

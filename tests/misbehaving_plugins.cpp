@@ -1,0 +1,116 @@
+// Plug-ins for the tests (tests/test_plugins.cpp, tests/test_plugins.py), one
+// source built once per TEST_PLUGIN_VARIANT as a shared library (tests/CMakeLists.txt).
+// Built as C++, so the ABI header is also compiled with the project's warnings
+// in C++ (the examples compile it as C).
+//
+//   misbehaving         cpu.test_error (forward fails), cpu.test_crash (forward
+//                       aborts the process on head dim 16), cpu.test_supports_error (supports
+//                       fails), cuda.test_stub (a CUDA implementation, for a
+//                       machine without a GPU)
+//   builtin_clash       registers cpu.flash, a built-in name
+//   bad_name            registers "cpu.Bad Name"
+//   duplicate           registers cpu.test_twice twice
+//   other_abi           reports ABI version 999
+//   no_register         exports the version function only (with TEST_PLUGIN_WITHOUT_REGISTER)
+//   register_fails      attnbench_plugin_register reports an error
+//   registers_nothing   attnbench_plugin_register adds nothing
+#include <attnbench/plugin.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#ifndef TEST_PLUGIN_VARIANT
+#error "define TEST_PLUGIN_VARIANT"
+#endif
+
+namespace {
+
+enum Variant { misbehaving, builtin_clash, bad_name, duplicate, other_abi, no_register, register_fails, registers_nothing };
+constexpr Variant kVariant = TEST_PLUGIN_VARIANT;
+
+}  // namespace
+
+ATTNBENCH_PLUGIN_EXPORT std::uint32_t attnbench_plugin_abi_version(void) {
+  return kVariant == other_abi ? 999u : ATTNBENCH_PLUGIN_ABI_VERSION;
+}
+
+#ifndef TEST_PLUGIN_WITHOUT_REGISTER
+namespace {
+
+std::int32_t supports_everything(void*, const attnbench_problem*, attnbench_message*) { return ATTNBENCH_STATUS_OK; }
+
+std::int32_t supports_fails(void*, const attnbench_problem*, attnbench_message* message) {
+  return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "supports() broke on purpose");
+}
+
+std::int32_t forward_fails(void*, const attnbench_problem* problem, const attnbench_buffers*, const attnbench_context*,
+                           attnbench_message* message) {
+  return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR,
+                               problem->head_dim > 0 ? "deliberate failure in forward" : "no head dim");
+}
+
+// Aborts the process on a head dim of 16; fails with a message on any other.
+std::int32_t forward_crashes(void*, const attnbench_problem* problem, const attnbench_buffers*,
+                             const attnbench_context*, attnbench_message* message) {
+  if (problem->head_dim == 16) std::abort();
+  return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "did not crash (head dim is not 16)");
+}
+
+attnbench_implementation implementation(const char* name, std::int32_t device, attnbench_supports_fn supports,
+                                        attnbench_call_fn forward) {
+  attnbench_implementation result;
+  std::memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
+  result.name = name;
+  result.device = device;
+  result.algorithm = ATTNBENCH_ALGORITHM_MATERIALIZING;
+  result.summary = "a test plug-in's implementation";
+  result.version = "0.1";
+  result.supports = supports;
+  result.forward = forward;
+  return result;
+}
+
+}  // namespace
+
+ATTNBENCH_PLUGIN_EXPORT std::int32_t attnbench_plugin_register(attnbench_registrar* registrar,
+                                                               attnbench_message* message) {
+  switch (kVariant) {
+    case misbehaving: {
+      const attnbench_implementation all[] = {
+          implementation("cpu.test_error", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails),
+          implementation("cpu.test_crash", ATTNBENCH_DEVICE_CPU, supports_everything, forward_crashes),
+          implementation("cpu.test_supports_error", ATTNBENCH_DEVICE_CPU, supports_fails, forward_fails),
+          implementation("cuda.test_stub", ATTNBENCH_DEVICE_CUDA, supports_everything, forward_fails)};
+      for (const attnbench_implementation& one : all) {
+        if (registrar->add(registrar, &one) != ATTNBENCH_STATUS_OK) return ATTNBENCH_STATUS_ERROR;
+      }
+      return ATTNBENCH_STATUS_OK;
+    }
+    case builtin_clash: {
+      const attnbench_implementation one =
+          implementation("cpu.flash", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+      return registrar->add(registrar, &one);
+    }
+    case bad_name: {
+      const attnbench_implementation one =
+          implementation("cpu.Bad Name", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+      return registrar->add(registrar, &one);
+    }
+    case duplicate: {
+      const attnbench_implementation one =
+          implementation("cpu.test_twice", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+      registrar->add(registrar, &one);
+      return registrar->add(registrar, &one);
+    }
+    case register_fails:
+      return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "no license for this machine");
+    case registers_nothing:
+    case other_abi:
+    case no_register:
+      return ATTNBENCH_STATUS_OK;
+  }
+  return ATTNBENCH_STATUS_ERROR;
+}
+#endif

@@ -4,12 +4,20 @@
 Copies the working tree into a scratch directory, builds the simulator's tests
 there once (CUDA off: the simulator needs no toolkit), checks that the chosen
 tests pass on the unchanged kernels, then applies one known mutation at a time
-to the copy, rebuilds, runs the cudasim tests that exercise it, and reports
-whether they failed ("caught") and with what. Not part of CI: a full run
-rebuilds a kernel per mutation (about 2 minutes each on 2 cores).
+to the copy, rebuilds, runs the tests, and reports whether they failed
+("caught") and with what. A mutation with a gtest filter runs the cudasim tests
+it names; one without (and every mutation with --suite) runs the everyday suite
+as scripts/test.sh does (`ctest -LE cudasim_matrix`, everything built; the fuzz
+targets are left out), and is caught when a test that passed on the unchanged
+tree fails and fails again when rerun (the run stops at that first failure; a
+test that only failed under load does not count). Not part of CI: a full run
+rebuilds a kernel per mutation (about 2 minutes each on 2 cores), and a mutation
+on the suite runs until its first failure (the whole suite, 3 minutes or more,
+when none fails).
 
     scripts/check_cudasim_mutations.py            # every mutation
     scripts/check_cudasim_mutations.py --only dq_atomic_store --keep
+    scripts/check_cudasim_mutations.py --suite --scratch build-mutations
 
 Exit status: 0 when every mutation was caught, 1 when one was not, 2 when a
 mutation no longer applies to the source or the unchanged tree fails.
@@ -24,7 +32,8 @@ import time
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (name, what it breaks, file, text, replacement, gtest filter of the tests that exercise it[, test target])
+# (name, what it breaks, file, text, replacement, gtest filter of the tests that exercise it or None for the
+# everyday suite[, test target])
 FORWARD_PLAIN = "Matrix/*/fwd_fp16_d64_none_q200_k200:Matrix/*/fwd_bf16_d128_causal_top_left_q129_k257"
 MUTATIONS = [
     ("stage_barrier_removed", "the __syncthreads between the forward's K/V stages removed",
@@ -84,6 +93,36 @@ DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find i
 
 def target_of(mutation):
     return mutation[6] if len(mutation) > 6 else DEFAULT_TARGET
+# Mutations the everyday suite must catch as scripts/test.sh runs it (no filter):
+# kinds a kernel engineer could write that the fixed matrix's shapes and grids
+# never show, caught by the generated shapes and the lowered grid-stride cap.
+MUTATIONS += [
+    ("warp_key_tiles_short", "the forward's warp bounds its key tiles by its first 15 rows",
+     "kernels/cuda/flash_forward.cu",
+     "flash_key_tiles(params.mask, warp_row, warp_row + Traits::kWarpRows, len_q, len_k, kBlockN)",
+     "flash_key_tiles(params.mask, warp_row, warp_row + Traits::kWarpRows - 1, len_q, len_k, kBlockN)",
+     None),
+    ("cta_key_tiles_short", "the forward's CTA bounds its key tiles by its first 63 rows",
+     "kernels/cuda/flash_forward.cu",
+     "flash_key_tiles(params.mask, cta_row, cta_row + kBlockM, len_q, len_k, kBlockN)",
+     "flash_key_tiles(params.mask, cta_row, cta_row + kBlockM - 1, len_q, len_k, kBlockN)",
+     None),
+    ("warp_query_tiles_short", "the backward's warp bounds its query tiles by its first 15 keys",
+     "kernels/cuda/flash_backward.cu",
+     "flash_backward_query_tiles(params.mask, warp_key, warp_key + Traits::kWarpKeys, len_q, len_k, kBlockM)",
+     "flash_backward_query_tiles(params.mask, warp_key, warp_key + Traits::kWarpKeys - 1, len_q, len_k, kBlockM)",
+     None),
+    ("softmax_row_barrier_removed", "the softmax's barrier before the next row of a block reuses the shared slots",
+     "baselines/cuda/softmax_kernel.cu",
+     "  __syncthreads();  // the next row reuses the shared slots\n  return row;",
+     "  return row;",
+     None),
+    ("gradient_row_barrier_removed", "the score gradient's barrier before the next row reuses the shared slot",
+     "baselines/cuda/softmax_kernel.cu",
+     "  __syncthreads();  // the next row reuses the shared slots\n  return sum;",
+     "  return sum;",
+     None),
+]
 
 
 def run(command, cwd, log):
@@ -95,6 +134,17 @@ def tracked_files():
     listing = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=SOURCE,
                              capture_output=True, check=True).stdout
     return [name for name in listing.decode().split("\0") if name]
+
+
+def failed_tests(log):
+    """The names ctest lists under "The following tests FAILED:" in its log."""
+    names, listing = [], False
+    for line in open(log, errors="replace").read().splitlines():
+        if line.startswith("The following tests"):
+            listing = line.startswith("The following tests FAILED")
+        elif listing and " - " in line and line.lstrip()[:1].isdigit():
+            names.append(line.split(" - ", 1)[1].rsplit(" (", 1)[0])
+    return names
 
 
 def first_failure(log):
@@ -113,6 +163,10 @@ def main():
     parser.add_argument("--only", action="append", help="run only this mutation (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch tree and say where it is")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--suite", action="store_true",
+                        help="run every mutation against the everyday suite, as scripts/test.sh does")
+    parser.add_argument("--scratch", help="build in this directory (kept) instead of a temporary one; under "
+                        "ccache's base directory the build reuses its cache")
     args = parser.parse_args()
     chosen = [m for m in MUTATIONS if not args.only or m[0] in args.only]
     if args.only and len(chosen) != len(args.only):
@@ -120,9 +174,16 @@ def main():
         print(f"check_cudasim_mutations: unknown mutation in {args.only}; known: {known}", file=sys.stderr)
         return 2
 
-    scratch = tempfile.mkdtemp(prefix="attnbench-mutations-")
+    if args.scratch:
+        scratch = os.path.abspath(args.scratch)
+        shutil.rmtree(os.path.join(scratch, "tree"), ignore_errors=True)
+        os.makedirs(scratch, exist_ok=True)
+    else:
+        scratch = tempfile.mkdtemp(prefix="attnbench-mutations-")
     tree = os.path.join(scratch, "tree")
     build = os.path.join(tree, "build")
+    on_suite = [m for m in chosen if args.suite or m[5] is None]
+    on_filter = [m for m in chosen if not (args.suite or m[5] is None)]
     try:
         for name in tracked_files():
             destination = os.path.join(tree, name)
@@ -130,12 +191,14 @@ def main():
             if os.path.isfile(os.path.join(SOURCE, name)):
                 shutil.copy2(os.path.join(SOURCE, name), destination)
         print(f"building the simulator's tests in {tree} ...", flush=True)
-        if run(["cmake", "-S", tree, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DATTNBENCH_CUDA=OFF"], tree,
-               os.path.join(scratch, "configure.log")) != 0:
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+        if run(["cmake", "-S", tree, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DATTNBENCH_CUDA=OFF",
+                "-DATTNBENCH_FUZZ=OFF", *launcher], tree, os.path.join(scratch, "configure.log")) != 0:
             print(f"configure failed: {scratch}/configure.log", file=sys.stderr)
             return 2
-        targets = sorted({target_of(m) for m in chosen})
-        build_command = ["cmake", "--build", build, "-j", str(args.jobs), "--target", *targets]
+        targets = [] if on_suite else ["--target", *sorted({target_of(m) for m in on_filter})]
+        build_command = ["cmake", "--build", build, "-j", str(args.jobs), *targets]
+        suite_command = ["ctest", "--test-dir", build, "-j", str(args.jobs), "-LE", "cudasim_matrix"]
 
         def test(mutation, log):
             binary = os.path.join(build, "tests", target_of(mutation))
@@ -144,7 +207,15 @@ def main():
         if run(build_command, tree, os.path.join(scratch, "build.log")) != 0:
             print(f"the unchanged tree does not build: {scratch}/build.log", file=sys.stderr)
             return 2
-        for mutation in chosen:
+        unchanged_failures = set()
+        if on_suite:
+            log = os.path.join(scratch, "unchanged-suite.log")
+            print("running the everyday suite on the unchanged tree ...", flush=True)
+            if run(suite_command, tree, log) != 0:
+                unchanged_failures = set(failed_tests(log))
+                print(f"the unchanged tree fails {len(unchanged_failures)} everyday test(s), which do not count as "
+                      f"catching a mutation: {', '.join(sorted(unchanged_failures))}", flush=True)
+        for mutation in on_filter:
             name, filter_ = mutation[0], mutation[5]
             log = os.path.join(scratch, f"unchanged-{name}.log")
             if test(mutation, log) != 0:
@@ -170,9 +241,26 @@ def main():
                 if run(build_command, tree, log) != 0:
                     results.append((name, what, "caught", "the mutated kernel does not build", time.time() - started))
                     continue
-                caught = test(mutation, log) != 0
-                results.append((name, what, "caught" if caught else "MISSED",
-                                first_failure(log) if caught else "every test passed", time.time() - started))
+                if mutation in on_suite:
+                    log = os.path.join(scratch, f"{name}.suite.log")
+                    # On a tree that passes, the first failure settles it; stopping there spares the rest.
+                    # A failure counts once it repeats: a test that only fails under load is no catch.
+                    run(suite_command + ([] if unchanged_failures else ["--stop-on-failure"]), tree, log)
+                    newly_failed = [t for t in failed_tests(log) if t not in unchanged_failures]
+                    if newly_failed:
+                        rerun_log = os.path.join(scratch, f"{name}.rerun.log")
+                        run(suite_command + ["--rerun-failed"], tree, rerun_log)
+                        newly_failed = [t for t in newly_failed if t in failed_tests(rerun_log)]
+                        if not newly_failed and not unchanged_failures:
+                            run(suite_command, tree, log)
+                            newly_failed = [t for t in failed_tests(log) if t not in unchanged_failures]
+                    caught = bool(newly_failed)
+                    how = (f"{len(newly_failed)} everyday test(s) failed, e.g. " + ", ".join(newly_failed[:3])
+                           if caught else "every everyday test passed")
+                else:
+                    caught = test(mutation, log) != 0
+                    how = first_failure(log) if caught else "every test passed"
+                results.append((name, what, "caught" if caught else "MISSED", how, time.time() - started))
             finally:
                 open(source_path, "w").write(original)
             print(f"  {name}: {results[-1][2]} ({results[-1][4]:.0f} s)", flush=True)
@@ -186,7 +274,7 @@ def main():
         print(f"\n{len(results) - len(missed)} of {len(results)} mutations caught")
         return 1 if missed else 0
     finally:
-        if args.keep:
+        if args.keep or args.scratch:
             print(f"scratch tree kept: {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -580,6 +580,35 @@ TEST(BaselineRule, AnErrorBeyondTheFloorFailsAgainstAnExactBaseline) {
   EXPECT_NE(outside.reason.find("O: max abs error"), std::string::npos) << outside.reason;
 }
 
+// A gradient that is exactly zero (each row sees one key, so dS = P·(dP - D) =
+// 0) comes out of both implementations as fp32 rounding noise; the floor is in
+// units of max(1, max |oracle|), as the per-dtype bound's, so noise far below
+// the output type's resolution is never judged against the other's noise.
+TEST(BaselineRule, TheFloorHoldsForATensorWhoseOracleIsZero) {
+  const AccuracySettings settings;
+  const auto result_with = [](double max_abs_error) {
+    AccuracyResult result;
+    TensorVerdict verdict;
+    verdict.tensor = "dQ";
+    verdict.error.checked = 512;
+    verdict.error.max_abs_error = max_abs_error;
+    verdict.error.oracle_max_abs = 1e-16;
+    verdict.passed = true;
+    result.tensors.push_back(verdict);
+    result.baseline = "cpu.standard";
+    return result;
+  };
+  const AccuracyResult baseline = result_with(1.2e-7);
+  AccuracyResult fused = result_with(4.2e-7);
+  apply_baseline_rule(fused, baseline, ElementType::f16, settings);
+  EXPECT_EQ(fused.status, "passed") << fused.reason;
+  EXPECT_DOUBLE_EQ(*verdict_of(fused, "dQ")->rule_limit, 2 * 1.2e-7 + settings.floor_factor * unit_roundoff(ElementType::f16));
+
+  AccuracyResult far = result_with(5e-3);  // within the fp16 bound of 1e-2, beyond twice the baseline and the floor
+  apply_baseline_rule(far, baseline, ElementType::f16, settings);
+  EXPECT_EQ(far.status, "failed");
+}
+
 TEST(BaselineRule, AnUncleanBaselineTensorSetsNoLimit) {
   const AccuracySettings settings;
   Case c = make_case(small_gqa_problem(), settings);

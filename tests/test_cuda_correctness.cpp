@@ -3,18 +3,26 @@
 // for the implementations that have one) x dtype x head dim x every mask x
 // dropout on/off x lengths that are multiples of no tile x Nq != Nk, with the
 // fused-versus-baseline rule against the device's cuBLAS baseline where it ran
-// the case. Built twice (tests/CMakeLists.txt), with ATTNBENCH_TEST_DEVICE:
-//   "cuda"    the GPU, labelled "gpu"; each test skips, saying why, without one;
+// the case; and beside that fixed matrix, generated shapes that put every mask
+// and length edge at every position of each kernel's tiling
+// (tests/generated_shapes.hpp). Built three times (tests/CMakeLists.txt), with
+// ATTNBENCH_TEST_DEVICE:
+//   "cuda"    the GPU, labelled "gpu"; each test skips, saying why, without one,
+//             and the generated shapes are listed only by a build that sees one;
 //   "cudasim" the same kernels under the simulator with its sanitizer on, on
-//             every machine: the whole matrix in test_cudasim_matrix (label
-//             cudasim_matrix, `ctest -L cudasim_matrix`), and in CI a seeded,
-//             stratified third of it (ATTNBENCH_TEST_SAMPLE, test_cudasim_correctness):
-//             for every direction x dtype x head dim x mask, 2 of its 6
-//             dropout x shape points.
+//             every machine: the whole matrix and every generated shape in
+//             test_cudasim_matrix (label cudasim_matrix, `ctest -L
+//             cudasim_matrix`), and in CI a seeded, stratified third of the
+//             matrix and the everyday part of the generated shapes
+//             (ATTNBENCH_TEST_SAMPLE, test_cudasim_correctness): for every
+//             direction x dtype x head dim x mask, 2 of its 6 dropout x shape
+//             points.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 #include <memory>
@@ -25,6 +33,9 @@
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/measure/session.hpp"
+#include "kernels/cuda/grid_stride.hpp"
+#include "tests/attention_test_support.hpp"
+#include "tests/generated_shapes.hpp"
 
 namespace attnbench {
 namespace {
@@ -139,12 +150,13 @@ std::vector<Implementation*> device_implementations() {
 
 std::string baseline_name() { return std::string(kDevice) + ".cublas"; }
 
-class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
-
-TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
-  std::string reason;
-  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
-  const Problem problem = problem_for(GetParam());
+// Runs every implementation of the device on `problem`, each against the oracle
+// (and the fused-versus-baseline rule where the baseline ran it). Forward-only
+// implementations sit out the gradient half; with `must_run` (names without the
+// device, e.g. "flash.simple"), every implementation that does not support the
+// problem sits out and those named must run.
+void expect_every_implementation_matches_the_oracle(const Problem& problem,
+                                                    const std::vector<std::string>& must_run = {}) {
   ASSERT_TRUE(check_problem(problem).empty());
   const AccuracySettings settings;
   CaseData data(problem, settings, kHostThreads);
@@ -153,8 +165,7 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
   std::map<std::string, ElementType> output_types;
   for (Implementation* implementation : device_implementations()) {
     const std::string name(implementation->name());
-    // Forward-only implementations sit out the gradient half of the matrix.
-    if (has_backward(problem.direction) && !implementation->supports(problem).ok) continue;
+    if ((has_backward(problem.direction) || !must_run.empty()) && !implementation->supports(problem).ok) continue;
     std::string skip_reason;
     const auto session = ImplementationSession::open(*implementation, data, kHostThreads, skip_reason);
     ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
@@ -165,6 +176,9 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
   if (!has_backward(problem.direction)) {
     ASSERT_TRUE(results.count(baseline_name())) << "the materializing baseline must run every forward case";
   }
+  for (const std::string& name : must_run) {
+    ASSERT_TRUE(results.count(std::string(kDevice) + "." + name)) << kDevice << "." << name << " must run this case";
+  }
   for (auto& [name, result] : results) {
     // With a baseline that ran the case, the fused-versus-baseline rule; without
     // one (a backward the baseline lacks), the per-dtype bound alone.
@@ -174,6 +188,14 @@ TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
     }
     EXPECT_EQ(result.status, "passed") << name << ": " << result.reason << "\n" << result.to_json().dump(1);
   }
+}
+
+class CudaCorrectness : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(CudaCorrectness, EveryImplementationMatchesTheOracle) {
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  expect_every_implementation_matches_the_oracle(problem_for(GetParam()));
 }
 
 std::vector<MatrixCase> matrix_points() {
@@ -197,6 +219,93 @@ std::vector<MatrixCase> matrix_points() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, CudaCorrectness, ::testing::ValuesIn(matrix_points()), case_name);
+
+// ---- Generated shapes ------------------------------------------------------------
+
+const std::uint64_t kShapeSeed = test::shape_seed();
+
+// The GPU build lists the generated shapes only where a GPU answers when its
+// tests are listed (at build time: scripts/device-check.sh builds on the GPU
+// machine). Elsewhere each of them would only skip, at the cost of a process
+// start apiece in every CI run; CudaGeneratedShapesListed says why they are absent.
+std::vector<test::GeneratedCase> generated_points() {
+  if (std::string reason; std::string(kDevice) == "cuda" && !device_available(reason)) return {};
+  std::vector<test::GeneratedCase> cases = test::generated_cases(kShapeSeed);
+#if defined(ATTNBENCH_TEST_SAMPLE)
+  cases.erase(std::remove_if(cases.begin(), cases.end(), [](const test::GeneratedCase& c) { return !c.everyday; }),
+              cases.end());
+#endif
+  return cases;
+}
+
+std::string generated_name(const ::testing::TestParamInfo<test::GeneratedCase>& info) { return info.param.name; }
+
+class CudaGeneratedShapes : public ::testing::TestWithParam<test::GeneratedCase> {};
+
+TEST_P(CudaGeneratedShapes, EveryImplementationMatchesTheOracle) {
+  const test::GeneratedCase& c = GetParam();
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  std::error_code ignored;
+  std::cout << "generated shape " << c.describe() << "\nfrom seed " << kShapeSeed << "; rerun with: "
+            << test::kShapeSeedVariable << "=" << kShapeSeed << " "
+            << std::filesystem::read_symlink("/proc/self/exe", ignored).string()
+            << " --gtest_filter=" << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() << "."
+            << ::testing::UnitTest::GetInstance()->current_test_info()->name() << std::endl;
+  const LoweredGridStrideCap cap(c.grid_stride_cap);
+  expect_every_implementation_matches_the_oracle(c.problem);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, CudaGeneratedShapes, ::testing::ValuesIn(generated_points()), generated_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaGeneratedShapes);
+
+TEST(CudaGeneratedShapesListed, WheneverTheDeviceAnswers) {
+  std::string reason;
+  if (!device_available(reason)) {
+    GTEST_SKIP() << "no " << kDevice << " device: " << reason << "; a build on a machine with one lists the "
+                 << test::generated_cases(kShapeSeed).size() << " generated shapes";
+  }
+  EXPECT_FALSE(generated_points().empty());
+}
+
+// ---- Head dims between the compiled ones ----------------------------------------------
+
+// cuda.flash.simple compiles instances for d <= 64, <= 128 and <= 256 and leaves
+// the dims past d idle: every instance, with and without idle dims, against the
+// oracle beside the baseline (cuda.flash, compiled for 64 and 128 only, sits out).
+struct HeadDimCase {
+  std::int64_t head_dim;
+  MaskSpec mask;
+  double dropout;
+  InputDType dtype;
+};
+const HeadDimCase kHeadDimCases[] = {
+    {8, MaskSpec{true, true, -1, -1}, 0.1, InputDType::fp16},
+    {72, MaskSpec{false, true, 20, 3}, 0.0, InputDType::bf16},
+    {200, MaskSpec{true, false, -1, -1}, 0.0, InputDType::fp16},
+    {256, MaskSpec{}, 0.1, InputDType::bf16},
+};
+
+class CudaHeadDims : public ::testing::TestWithParam<HeadDimCase> {};
+
+TEST_P(CudaHeadDims, FlashSimpleMatchesTheOracle) {
+  std::string reason;
+  if (!device_available(reason)) GTEST_SKIP() << "no " << kDevice << " device: " << reason;
+  const HeadDimCase& c = GetParam();
+  Problem p = test::make_problem(2, 2, 1, 37, 70, c.head_dim);
+  p.direction = Direction::fwd;
+  p.dtype = c.dtype;
+  p.mask = c.mask;
+  p.dropout = DropoutSpec{c.dropout, 0xd1ull, 5};
+  p.input.seed = 17;
+  expect_every_implementation_matches_the_oracle(p, {"flash.simple", "cublas"});
+}
+
+std::string head_dim_name(const ::testing::TestParamInfo<HeadDimCase>& info) {
+  return "d" + std::to_string(info.param.head_dim);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, CudaHeadDims, ::testing::ValuesIn(kHeadDimCases), head_dim_name);
 
 // Rows of the output that no key is visible to (padding, bottom-right causal
 // with Nq > Nk) must be exact zeros, not merely close to them.

@@ -1,20 +1,39 @@
 // The CUDA implementations as the harness sees them, checked on any machine:
 // registered, unavailable with the CUDA error text where there is no GPU,
-// forward-only support, and device memory that grows as N for the fused kernel
-// and as N^2 for the materializing baseline (from their workspace plans).
+// forward-only support, device memory that grows as N for the fused kernel and
+// as N^2 for the materializing baseline (from their workspace plans), the
+// problems each refuses and why, the tiles their configuration records, and
+// the inputs cuda.flash.simple rejects before it launches. Built twice
+// (tests/CMakeLists.txt), with ATTNBENCH_TEST_DEVICE "cuda" (the GPU build of
+// the sources) and "cudasim" (the simulator's build of the same sources).
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "harness/backend.hpp"
 #include "harness/cuda/nvidia_driver.hpp"
 #include "harness/implementation.hpp"
+#include "kernels/cuda/flash_backward_geometry.hpp"
+#include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/flash_simple_geometry.hpp"
 
 namespace attnbench {
 namespace {
 
-const char* const kCudaImplementations[] = {"cuda.cublas", "cuda.flash", "cuda.flash.simple"};
+constexpr const char* kDevice = ATTNBENCH_TEST_DEVICE;
+
+// "<device>.<algorithm>"
+std::string named(const char* algorithm) { return std::string(kDevice) + "." + algorithm; }
+const Implementation& implementation(const char* algorithm) {
+  const Implementation* found = ImplementationRegistry::instance().find(named(algorithm));
+  if (found == nullptr) throw std::runtime_error(named(algorithm) + " is not registered");
+  return *found;
+}
+
+const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -27,23 +46,25 @@ Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   return p;
 }
 
-TEST(CudaRegistry, EveryCudaImplementationIsRegisteredOnTheCudaDevice) {
-  for (const char* name : kCudaImplementations) {
+TEST(CudaRegistry, EveryCudaImplementationIsRegisteredOnItsDevice) {
+  for (const char* algorithm : kAlgorithms) {
+    const std::string name = named(algorithm);
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
-    EXPECT_EQ(implementation->device(), "cuda") << name;
+    EXPECT_EQ(implementation->device(), kDevice) << name;
     EXPECT_EQ(implementation->output_type(square_problem(128, 64)), ElementType::f16) << name;
     EXPECT_TRUE(implementation->modelled_traffic(square_problem(128, 64)).has_value())
         << name << " records its HBM-traffic model beside the measured bytes";
   }
-  EXPECT_EQ(ImplementationRegistry::instance().find("cuda.flash")->accuracy_baseline(), "cuda.cublas");
-  EXPECT_EQ(ImplementationRegistry::instance().find("cuda.flash.simple")->accuracy_baseline(), "cuda.cublas");
+  EXPECT_EQ(implementation("flash").accuracy_baseline(), named("cublas"));
+  EXPECT_EQ(implementation("flash.simple").accuracy_baseline(), named("cublas"));
 }
 
 TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
-  const Verdict device = BackendRegistry::instance().get("cuda")->availability();
-  if (device.ok) GTEST_SKIP() << "this machine has a usable GPU";
-  for (const char* name : kCudaImplementations) {
+  const Verdict device = BackendRegistry::instance().get(kDevice)->availability();
+  if (device.ok) GTEST_SKIP() << "this machine can run the " << kDevice << " device";
+  for (const char* algorithm : kAlgorithms) {
+    const std::string name = named(algorithm);
     const Verdict verdict = ImplementationRegistry::instance().find(name)->availability();
     EXPECT_FALSE(verdict.ok) << name;
     EXPECT_NE(verdict.reason.find("cuda"), std::string::npos) << name << ": " << verdict.reason;
@@ -74,7 +95,7 @@ TEST(CudaRegistry, TheReasonFitsWhatIsInstalled) {
 // Which CUDA implementations have a backward; the others refuse it, saying so.
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
-      {"cuda.cublas", true}, {"cuda.flash", true}, {"cuda.flash.simple", false}};
+      {named("cublas"), true}, {named("flash"), true}, {named("flash.simple"), false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
@@ -97,13 +118,13 @@ TEST(CudaRegistry, FusedMemoryIsLinearAndMaterializingMemoryQuadraticInN) {
   const ExecutionContext context{1, nullptr, nullptr};
   for (std::int64_t head_dim : {64, 128}) {
     const Problem small = square_problem(1024, head_dim), large = square_problem(16384, head_dim);
-    for (const char* fused : {"cuda.flash", "cuda.flash.simple"}) {
-      const Implementation* implementation = ImplementationRegistry::instance().find(fused);
+    for (const char* fused : {"flash", "flash.simple"}) {
+      const Implementation* implementation = &attnbench::implementation(fused);
       const double grown = static_cast<double>(implementation->workspace_bytes(large, context));
       const double base = static_cast<double>(implementation->workspace_bytes(small, context));
       EXPECT_LE(grown, 16.0 * std::max(base, 1.0) + 1.0) << fused << " d" << head_dim;
     }
-    const Implementation* cublas = ImplementationRegistry::instance().find("cuda.cublas");
+    const Implementation* cublas = &implementation("cublas");
     const double s_and_p = static_cast<double>(large.batch * large.heads) * 16384.0 * 16384.0 * (4 + 2);
     EXPECT_GE(static_cast<double>(cublas->workspace_bytes(large, context)), s_and_p) << "S fp32 and P fp16";
     // Each doubling of N adds about 4x what the previous one added when the
@@ -112,6 +133,95 @@ TEST(CudaRegistry, FusedMemoryIsLinearAndMaterializingMemoryQuadraticInN) {
       return static_cast<double>(cublas->workspace_bytes(square_problem(seqlen, head_dim), context));
     };
     EXPECT_GT((workspace(16384) - workspace(8192)) / (workspace(8192) - workspace(4096)), 3.5) << "grows as N^2";
+  }
+}
+
+// What each kernel cannot launch or index is refused up front, naming the limit.
+TEST(CudaRegistry, TheyRefuseWhatTheirKernelsCannotLaunchSayingWhy) {
+  const struct {
+    const char* algorithm;
+    Problem problem;
+    const char* reason;  // a part of the refusal
+  } refusals[] = {
+      {"flash", square_problem(128, 96), "head_dim 64 and 128"},
+      {"flash", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
+      {"flash", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
+      {"flash.simple", square_problem(128, 12), "multiples of 8 from 8 to 256"},
+      {"flash.simple", square_problem(128, 264), "multiples of 8 from 8 to 256"},
+      {"flash.simple", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
+      {"flash.simple", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
+      {"cublas", [] { Problem p = square_problem(128, 64); p.batch = 65536; p.heads = p.kv_heads = 65536; return p; }(),
+       "cuBLAS takes at most"},
+      {"cublas", [] { Problem p = square_problem(128, 65536); p.heads = p.kv_heads = 65536; return p; }(),
+       "not a valid cuBLAS GEMM"},
+      // S's bytes overflow at the row stride, and at the 4 bytes of an element.
+      {"cublas", [] { Problem p = square_problem(1 << 24, 64); p.batch = 1 << 15; p.heads = p.kv_heads = 1 << 15; return p; }(),
+       "more bytes than a 64-bit index reaches"},
+      {"cublas", [] { Problem p = square_problem(1 << 24, 64); p.batch = 1 << 15; p.heads = p.kv_heads = 1 << 15; p.seqlen_k = 1 << 8; return p; }(),
+       "more bytes than a 64-bit index reaches"},
+  };
+  for (const auto& refusal : refusals) {
+    const Verdict verdict = implementation(refusal.algorithm).supports(refusal.problem);
+    EXPECT_FALSE(verdict.ok) << refusal.algorithm << " should refuse: " << refusal.reason;
+    EXPECT_NE(verdict.reason.find(refusal.reason), std::string::npos) << refusal.algorithm << ": " << verdict.reason;
+  }
+  EXPECT_TRUE(implementation("flash.simple").supports(square_problem(128, 72)).ok);
+}
+
+// The tiles a record's configuration names are the kernels' own (their traits).
+TEST(CudaRegistry, TheConfigurationRecordsTheKernelsTiles) {
+  const ExecutionContext context{1, nullptr, nullptr};
+  Problem p = square_problem(256, 128);
+  p.direction = Direction::fwd_bwd;
+  const auto flash = implementation("flash").configuration(p, context);
+  EXPECT_EQ(flash["forward"]["block_m"], FlashTraits<128>::kBlockM);
+  EXPECT_EQ(flash["forward"]["block_n"], FlashTraits<128>::kBlockN);
+  EXPECT_EQ(flash["forward"]["shared_memory_bytes"], flash_shared_bytes(128, 2));
+  EXPECT_EQ(flash["backward"]["block_n"], BackwardTraits<128>::kBlockN);
+  EXPECT_EQ(flash["backward"]["slice_m"], BackwardTraits<128>::kSliceM);
+  p.direction = Direction::fwd;
+  EXPECT_FALSE(implementation("flash").configuration(p, context).contains("backward"));
+
+  p.head_dim = 72;
+  const auto simple = implementation("flash.simple").configuration(p, context);
+  EXPECT_EQ(simple["block_rows"], flash_simple::Traits::kBlockM);
+  EXPECT_EQ(simple["block_keys"], flash_simple::Traits::kBlockN);
+  EXPECT_EQ(simple["rows_per_warp"], flash_simple::Traits::kWarpRows);
+  EXPECT_EQ(simple["compiled_head_dim"], 128);
+  const std::optional<TrafficModel> traffic = implementation("flash.simple").modelled_traffic(p);
+  ASSERT_TRUE(traffic.has_value());
+
+  p.head_dim = 64;
+  const auto cublas = implementation("cublas").configuration(p, context);
+  EXPECT_EQ(cublas["score_row_stride"], 256) << "Nk rounded up to 8";
+  EXPECT_FALSE(cublas.contains("backward"));
+  p.direction = Direction::fwd_bwd;
+  p.kv_heads = 2;
+  EXPECT_NE(implementation("cublas").configuration(p, context)["backward"]["key_value_gradients"].get<std::string>().find(
+                "fp32 sums"),
+            std::string::npos)
+      << "grouped-query attention sums dK and dV over a group";
+  p.kv_heads = p.heads;
+  EXPECT_NE(implementation("cublas").configuration(p, context)["backward"]["key_value_gradients"].get<std::string>().find(
+                "written by the GEMMs"),
+            std::string::npos);
+}
+
+// cuda.flash.simple reads Q, K and V in 16-byte chunks and says so before it
+// launches (nothing is touched, so no device is needed).
+TEST(CudaRegistry, FlashSimpleRejectsInputsThatAreNot16ByteAligned) {
+  const Problem p = square_problem(64, 64);
+  alignas(16) static unsigned char storage[64];
+  AttentionBuffers buffers;
+  buffers.q = TensorBuffer{storage, ElementType::f16, 8};
+  buffers.k = TensorBuffer{storage + 2, ElementType::f16, 8};
+  buffers.v = TensorBuffer{storage, ElementType::f16, 8};
+  ExecutionContext context{1, nullptr, nullptr};
+  try {
+    ImplementationRegistry::instance().find(named("flash.simple"))->forward(p, buffers, context);
+    ADD_FAILURE() << "a misaligned K was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("16-byte aligned"), std::string::npos) << error.what();
   }
 }
 

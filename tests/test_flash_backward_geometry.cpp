@@ -19,6 +19,7 @@
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "tests/mask_edges.hpp"
 #include "tests/mask_kinds.hpp"
 
 namespace attnbench {
@@ -488,6 +489,61 @@ TEST(FlashBackwardGeometry, QueryTilesHoldEveryVisiblePairAndFullRowsSeeEveryKey
         }
       }
     }
+  }
+}
+
+// Every mask and length edge at every position of the backward's tiling (its
+// traits), exhaustively: each CTA (kBlockN keys) and each warp (kWarpKeys keys)
+// visits exactly the query tiles (kBlockM rows) from the first to the last that
+// hold a row seeing one of its keys, by is_visible() over every element, and a
+// warp takes a query tile without per-element predicates (its fully visible
+// rows, as the kernel tests them) exactly when every element of the tile and its
+// keys is visible. One key tile and one query tile past the valid lengths are
+// checked as well (a padded grid).
+template <typename Traits>
+void expect_backward_tiles_at_every_edge_position() {
+  const test::Tiling tiling = test::tiling_of<Traits>();
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_tiles, int key_tiles) {
+    const auto check = [&](std::int64_t key_begin, int keys, const char* who) {
+      const QueryTileRange range =
+          flash_backward_query_tiles(c.mask, key_begin, key_begin + keys, c.len_q, c.len_k, tiling.block_m);
+      const test::TileHull expected = test::tiles_with_visible_elements(query_tiles, [&](int tile) {
+        return grid.any(std::int64_t{tile} * tiling.block_m, std::int64_t{tile + 1} * tiling.block_m, key_begin,
+                        key_begin + keys);
+      });
+      if (!expected.is(range.first, range.end) && log.add()) {
+        ADD_FAILURE() << who << " keys [" << key_begin << ", " << key_begin + keys << ") of " << c.describe()
+                      << ": visits query tiles [" << range.first << ", " << range.end
+                      << "), the tiles with a row that sees one are [" << expected.first << ", " << expected.end << ")";
+      }
+    };
+    for (int cta = 0; cta < key_tiles; ++cta) {
+      const std::int64_t cta_key = std::int64_t{cta} * tiling.block_n;
+      check(cta_key, tiling.block_n, "CTA");
+      for (std::int64_t warp_key = cta_key; warp_key < cta_key + tiling.block_n; warp_key += tiling.warp_keys) {
+        check(warp_key, tiling.warp_keys, "warp");
+        const KeyRange full = fully_visible_queries(c.mask, warp_key, warp_key + tiling.warp_keys, c.len_q, c.len_k);
+        for (int tile = 0; tile < query_tiles; ++tile) {
+          const std::int64_t first_row = std::int64_t{tile} * tiling.block_m;
+          const bool kernel_full = full.begin <= first_row && first_row + tiling.block_m <= full.end;
+          if (kernel_full != grid.all(first_row, first_row + tiling.block_m, warp_key, warp_key + tiling.warp_keys) &&
+              log.add()) {
+            ADD_FAILURE() << "warp keys from " << warp_key << ", query tile " << tile << " of " << c.describe()
+                          << ": taken as fully visible " << kernel_full;
+          }
+        }
+      }
+    }
+  });
+  EXPECT_EQ(log.failures(), 0);
+}
+
+TEST(FlashBackwardGeometry, EveryCtaAndWarpVisitsExactlyTheQueryTilesThatSeeItsKeysAtEveryEdgePosition) {
+  expect_backward_tiles_at_every_edge_position<BackwardTraits<64>>();
+  if (test::tiling_of<BackwardTraits<128>>() != test::tiling_of<BackwardTraits<64>>()) {
+    expect_backward_tiles_at_every_edge_position<BackwardTraits<128>>();
   }
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "tests/mask_edges.hpp"
 #include "tests/mask_kinds.hpp"
 
 namespace attnbench {
@@ -261,6 +262,59 @@ TEST(FlashGeometry, KeyTilesHoldEveryVisibleKeyAndSkippedTilesNone) {
         }
       }
     }
+  }
+}
+
+// Every mask and length edge at every position of the forward's tiling (its
+// traits), exhaustively: each CTA (kBlockM rows) and each warp (kWarpRows rows)
+// visits exactly the key tiles from the first to the last that hold a key one
+// of its rows sees, by is_visible() over every element, and a warp skips the
+// per-element predicates (tile_fully_visible) exactly on the tiles whose every
+// element is visible. One CTA and one key tile past the valid lengths are
+// checked as well (a padded grid): they hold nothing, so nothing is visited.
+template <typename Traits>
+void expect_forward_tiles_at_every_edge_position() {
+  const test::Tiling tiling = test::tiling_of<Traits>();
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_tiles, int key_tiles) {
+    const auto check = [&](std::int64_t row_begin, int rows, const char* who) {
+      const KeyTileRange range = flash_key_tiles(c.mask, row_begin, row_begin + rows, c.len_q, c.len_k, tiling.block_n);
+      const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
+        return grid.any(row_begin, row_begin + rows, std::int64_t{tile} * tiling.block_n,
+                        std::int64_t{tile + 1} * tiling.block_n);
+      });
+      if (!expected.is(range.first, range.end) && log.add()) {
+        ADD_FAILURE() << who << " rows [" << row_begin << ", " << row_begin + rows << ") of " << c.describe()
+                      << ": visits key tiles [" << range.first << ", " << range.end << "), the tiles with a visible key are ["
+                      << expected.first << ", " << expected.end << ")";
+      }
+    };
+    for (int cta = 0; cta < query_tiles; ++cta) {
+      const std::int64_t cta_row = std::int64_t{cta} * tiling.block_m;
+      check(cta_row, tiling.block_m, "CTA");
+      for (std::int64_t warp_row = cta_row; warp_row < cta_row + tiling.block_m; warp_row += tiling.warp_rows) {
+        check(warp_row, tiling.warp_rows, "warp");
+        for (int tile = 0; tile < key_tiles; ++tile) {
+          const std::int64_t first_key = std::int64_t{tile} * tiling.block_n;
+          const bool full = tile_fully_visible(c.mask, warp_row, warp_row + tiling.warp_rows, first_key,
+                                               first_key + tiling.block_n, c.len_q, c.len_k);
+          if (full != grid.all(warp_row, warp_row + tiling.warp_rows, first_key, first_key + tiling.block_n) &&
+              log.add()) {
+            ADD_FAILURE() << "warp rows from " << warp_row << ", key tile " << tile << " of " << c.describe()
+                          << ": tile_fully_visible says " << full;
+          }
+        }
+      }
+    }
+  });
+  EXPECT_EQ(log.failures(), 0);
+}
+
+TEST(FlashGeometry, EveryCtaAndWarpVisitsExactlyTheKeyTilesWithVisibleKeysAtEveryEdgePosition) {
+  expect_forward_tiles_at_every_edge_position<FlashTraits<64>>();
+  if (test::tiling_of<FlashTraits<128>>() != test::tiling_of<FlashTraits<64>>()) {
+    expect_forward_tiles_at_every_edge_position<FlashTraits<128>>();
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "tests/mask_edges.hpp"
 
 namespace attnbench {
 namespace {
@@ -121,6 +122,31 @@ TEST(FlashSimpleGeometry, VisitedKeyTilesHoldEveryVisibleKeyAndSkippedOnesNone) 
       EXPECT_TRUE(tile_has_visible[static_cast<std::size_t>(tiles.end - 1)]) << s.describe() << " block " << block;
     }
   }
+}
+
+// Every mask and length edge at every position of the kernel's tiling (its
+// Traits), exhaustively: each CTA visits exactly the key tiles from the first to
+// the last that hold a key one of its rows sees, by is_visible() over every
+// element, one CTA and one key tile past the valid lengths included.
+TEST(FlashSimpleGeometry, EveryCtaVisitsExactlyTheKeyTilesWithVisibleKeysAtEveryEdgePosition) {
+  const test::Tiling tiling = test::tiling_of<Traits>();
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_blocks, int key_tile_count) {
+    for (std::int64_t block = 0; block < query_blocks; ++block) {
+      const TileRange range = key_tiles(c.mask, block, c.len_q, c.len_k);
+      const std::int64_t first_row = first_row_of_block(block);
+      const test::TileHull expected = test::tiles_with_visible_elements(key_tile_count, [&](int tile) {
+        return grid.any(first_row, first_row + tiling.block_m, key_of(tile, 0), key_of(tile + 1, 0));
+      });
+      if (!expected.is(static_cast<int>(range.begin), static_cast<int>(range.end)) && log.add()) {
+        ADD_FAILURE() << "block " << block << " of " << c.describe() << ": visits key tiles [" << range.begin << ", "
+                      << range.end << "), the tiles with a visible key are [" << expected.first << ", "
+                      << expected.end << ")";
+      }
+    }
+  });
+  EXPECT_EQ(log.failures(), 0);
 }
 
 TEST(FlashSimpleGeometry, LanesScoreEveryKeyOfATileOnce) {

@@ -74,6 +74,7 @@
 #include "harness/measure/traffic_model.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/device_lengths.hpp"
+#include "kernels/cuda/grid_stride.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 
@@ -128,7 +129,7 @@ void launch_build_pointer_arrays(const Problem& p, const AttentionParams& params
   table.arrays = reinterpret_cast<void**>(region);
   const std::int64_t entries = p.batch * p.heads;
   const auto blocks =
-      static_cast<unsigned>(std::min<std::int64_t>((entries + kPointerThreads - 1) / kPointerThreads, 1 << 20));
+      static_cast<unsigned>(grid_stride_blocks((entries + kPointerThreads - 1) / kPointerThreads, 1 << 20));
   launch_kernel(&build_pointer_arrays, blocks, kPointerThreads, 0, stream, params, score_head_elements(p), table);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }

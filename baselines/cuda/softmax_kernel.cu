@@ -20,6 +20,8 @@
 // per group, the same words in both kernels.
 // Precision: all fp32 (expf); P~ and dS rounded once to the input dtype.
 //
+// Every grid caps at 2^20 blocks through kernels/cuda/grid_stride.hpp.
+//
 // key_gradient_conversion: one thread per element (grid-stride), fp32 to the
 // input dtype, dK and dV in one launch.
 #include <cuda_bf16.h>
@@ -33,6 +35,7 @@
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/cuda_build.hpp"
+#include "kernels/cuda/grid_stride.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 
 namespace attnbench {
@@ -119,7 +122,7 @@ template <typename Element>
 void launch(const AttentionParams& params, const float* scores, void* probabilities, std::int64_t row_stride,
             float* lse, cudaStream_t stream) {
   const std::int64_t rows = params.batch * params.heads * params.seqlen_q;
-  const auto blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
+  const auto blocks = static_cast<unsigned>(grid_stride_blocks(rows, kMaxBlocks));
   launch_kernel(&masked_softmax<Element>, blocks, softmax_threads(params.seqlen_k), 0, stream, params, scores, static_cast<Element*>(probabilities), row_stride, lse);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
@@ -194,7 +197,7 @@ void launch_masked_softmax(const AttentionParams& params, const float* scores, v
 void launch_score_gradient(const AttentionParams& params, const ScoreGradientTensors& tensors, InputDType dtype,
                            std::int64_t row_stride, cudaStream_t stream) {
   const std::int64_t rows = params.batch * params.heads * params.seqlen_q;
-  const auto blocks = static_cast<unsigned>(std::min(rows, kMaxBlocks));
+  const auto blocks = static_cast<unsigned>(grid_stride_blocks(rows, kMaxBlocks));
   const int threads = softmax_threads(params.seqlen_k);
   if (dtype == InputDType::fp16) {
     launch_kernel(&score_gradient<__half>, blocks, threads, 0, stream, params, tensors, row_stride);
@@ -207,7 +210,7 @@ void launch_score_gradient(const AttentionParams& params, const ScoreGradientTen
 void launch_key_gradient_conversion(const float* key_sums, const float* value_sums, void* d_k, void* d_v,
                                     std::int64_t elements, InputDType dtype, cudaStream_t stream) {
   constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::min((elements + kThreads - 1) / kThreads, kMaxBlocks));
+  const auto blocks = static_cast<unsigned>(grid_stride_blocks((elements + kThreads - 1) / kThreads, kMaxBlocks));
   if (dtype == InputDType::fp16) {
     launch_kernel(&key_gradient_conversion<__half>, blocks, kThreads, 0, stream, key_sums, value_sums, static_cast<__half*>(d_k),
                                                              static_cast<__half*>(d_v), elements);

@@ -27,6 +27,16 @@
 
 namespace attnbench {
 
+// The tiling the row kernels' masks are cut by, in the vocabulary of the fused
+// kernels' traits (kernels/cuda/flash_geometry.hpp's FlashTraits): one row per
+// block, and the keys of a group (one float4 load, one Philox call) as the tile.
+struct SoftmaxRowTraits {
+  static constexpr int kBlockM = 1;
+  static constexpr int kBlockN = 4;
+  static constexpr int kWarpRows = 1;
+  static constexpr int kWarpKeys = 4;
+};
+
 struct ScoreGroup {
   float value[4];
 };

@@ -336,7 +336,7 @@ void apply_baseline_rule(AccuracyResult& fused, const AccuracyResult& baseline,
     const ElementType type = verdict.tensor == "LSE" ? ElementType::f32 : fused_output_type;
     const double roundoff =
         std::max(unit_roundoff(type), AccuracySettings::kAccumulationRoundoffs * unit_roundoff(ElementType::f32));
-    const double floor = settings.floor_factor * roundoff * verdict.error.oracle_max_abs;
+    const double floor = settings.floor_factor * roundoff * std::max(1.0, verdict.error.oracle_max_abs);
     verdict.rule_limit = 2.0 * match->error.max_abs_error + floor;
     verdict.passed = verdict.passed && verdict.error.max_abs_error <= *verdict.rule_limit;
   }

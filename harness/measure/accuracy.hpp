@@ -22,10 +22,12 @@ struct AccuracySettings {
   // Work budget of the oracle per case, in multiply-adds.
   double max_oracle_macs = 4e9;
   std::uint64_t seed = 0;  // picks the sampled heads and rows
-  // Floor of the baseline rule: floor_factor x u x max |oracle| of the tensor,
-  // with u the unit roundoff of the output type, but at least
+  // Floor of the baseline rule: floor_factor x u x max(1, max |oracle|) of the
+  // tensor, with u the unit roundoff of the output type, but at least
   // kAccumulationRoundoffs fp32 unit roundoffs (the representational error at
-  // that magnitude, or fp32 accumulation's where outputs are fp32).
+  // that magnitude, or fp32 accumulation's where outputs are fp32). In units of
+  // at least 1, as the per-dtype bound: a tensor whose exact value is zero (dQ
+  // when every row sees one key) holds only rounding noise on both sides.
   double floor_factor = 2.0;
   static constexpr double kAccumulationRoundoffs = 16.0;
   // Largest max-abs error allowed per output storage type, in units of

@@ -68,28 +68,6 @@ namespace {
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int kHeadDim>
-struct BackwardTraits {
-  static constexpr FlashBackwardShape kShape = flash_backward_shape(kHeadDim);
-  static constexpr int kBlockM = kShape.block_m;
-  static constexpr int kBlockN = kShape.block_n;
-  static constexpr int kThreads = 32 * kShape.warps;
-  static constexpr int kDimSteps = kHeadDim / 16;  // k steps of Sᵀ and dPᵀ; 16-dim pairs of dK, dV
-  static constexpr int kSliceM = kShape.slice_m;
-  static constexpr int kQueryFragments = kBlockM / 8;  // 8-query fragments of a tile
-  static constexpr int kSliceFragments = kSliceM / 8;  // 8-query C fragments of Sᵀ and dPᵀ per warp
-  static constexpr int kGradientFragments = kHeadDim / 8;
-  static constexpr int kKeySteps = kBlockN / 16;  // k steps of dQ
-  static constexpr int kDqDims = dq_warp_tile(0, kHeadDim).dims;
-  static constexpr int kDqFragments = kDqDims / 8;
-  static_assert(kBlockN == 16 * kShape.warps, "each warp owns 16 keys");
-  static_assert(kBlockM == 64, "the dSᵀ tile's rows must be 128 bytes for the swizzle");
-  static_assert(kBlockM % kSliceM == 0 && kSliceM % 16 == 0, "whole slices of 16-query k steps");
-  static_assert(4 * kSliceFragments <= 32, "one dropout bit per element of a slice of Sᵀ in a 32-bit word");
-  static_assert(kHeadDim % 64 == 0 && kDqDims % 16 == 0, "whole 16-dim pairs");
-  static_assert(kBlockN <= kFlashBackwardStages * kBlockM, "the dK and dV tiles fit where the Q and dO stages were");
-};
-
 // The inverse of copy_tile_async: rows [first_row, first_row + kRows) of the
 // swizzled shared tile at `tile_address` into the tensor slice, rows at or past
 // `rows` skipped; thread x stores the chunks copy_tile_async would have loaded.
@@ -242,15 +220,15 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
   const auto len_k = static_cast<int>(params.length_k(batch));
 
   const int cta_key = key_tile * kBlockN;
-  const int warp_key = cta_key + 16 * warp;
+  const int warp_key = cta_key + Traits::kWarpKeys * warp;
   const int key0 = warp_key + lane / 4;  // this lane's keys: key0 and key0 + 8
   const QueryTileRange cta_tiles =
       flash_backward_query_tiles(params.mask, cta_key, cta_key + kBlockN, len_q, len_k, kBlockM);
   const QueryTileRange warp_tiles =
-      flash_backward_query_tiles(params.mask, warp_key, warp_key + 16, len_q, len_k, kBlockM);
+      flash_backward_query_tiles(params.mask, warp_key, warp_key + Traits::kWarpKeys, len_q, len_k, kBlockM);
   // The rows that see all of the warp's keys, and the visible queries of the
   // lane's two keys, as int (sequence lengths are below 2^24).
-  const KeyRange full_rows = fully_visible_queries(params.mask, warp_key, warp_key + 16, len_q, len_k);
+  const KeyRange full_rows = fully_visible_queries(params.mask, warp_key, warp_key + Traits::kWarpKeys, len_q, len_k);
   const auto full_begin = static_cast<int>(full_rows.begin);
   const auto full_end = static_cast<int>(full_rows.end);
   int visible_begin[2], visible_end[2];
@@ -312,7 +290,7 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
   const std::uint32_t key_a_lane = key_rows_a_lane_bytes(lane, warp, kRowBytes);
   const std::uint32_t query_b_lane = query_rows_b_lane_bytes(lane, kRowBytes);
   const std::uint32_t query_k_lane = rows_as_k_b_lane_bytes(lane, kRowBytes);
-  const std::uint32_t ds_store_lane = ds_tile + c_fragment_store_lane_bytes(lane, 16 * warp, kDsRowBytes);
+  const std::uint32_t ds_store_lane = ds_tile + c_fragment_store_lane_bytes(lane, Traits::kWarpKeys * warp, kDsRowBytes);
   const std::uint32_t ds_a_lane = ds_tile + ds_a_lane_bytes(lane, warp, kHeadDim, kDsRowBytes);
   const std::uint32_t dq_key_lane = k_tile + dq_key_b_lane_bytes(lane, warp, kHeadDim, kRowBytes);
   const DqWarpTile dq_tile = dq_warp_tile(warp, kHeadDim);
@@ -489,7 +467,7 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
   __syncthreads();  // every warp is done with the stages
   const std::uint32_t dk_tile = shared_base + kLayout.q_tiles;
   const std::uint32_t dv_tile = shared_base + kLayout.d_out_tiles;
-  const std::uint32_t gradient_lane = c_fragment_store_lane_bytes(lane, 16 * warp, kRowBytes);
+  const std::uint32_t gradient_lane = c_fragment_store_lane_bytes(lane, Traits::kWarpKeys * warp, kRowBytes);
   const float dk_scale = params.scale;
   const float dv_scale = kDropout ? params.dropout.keep_scale : 1.0f;
 #pragma unroll

@@ -250,6 +250,32 @@ ATTNBENCH_HD constexpr std::uint32_t dq_key_b_lane_bytes(int lane, int warp, int
                        row_bytes);
 }
 
+// The backward kernel's compile-time shape for one head dim; kBlockM, kBlockN,
+// kWarpRows and kWarpKeys are the tiling its masks are cut by, as in FlashTraits.
+template <int kHeadDim>
+struct BackwardTraits {
+  static constexpr FlashBackwardShape kShape = flash_backward_shape(kHeadDim);
+  static constexpr int kBlockM = kShape.block_m;
+  static constexpr int kBlockN = kShape.block_n;
+  static constexpr int kWarpRows = kBlockM;  // every warp takes the whole query tile (slice_m at a time)
+  static constexpr int kWarpKeys = 16;       // a warp's keys: the mma's M of Sᵀ
+  static constexpr int kThreads = 32 * kShape.warps;
+  static constexpr int kDimSteps = kHeadDim / 16;  // k steps of Sᵀ and dPᵀ; 16-dim pairs of dK, dV
+  static constexpr int kSliceM = kShape.slice_m;
+  static constexpr int kQueryFragments = kBlockM / 8;  // 8-query fragments of a tile
+  static constexpr int kSliceFragments = kSliceM / 8;  // 8-query C fragments of Sᵀ and dPᵀ per warp
+  static constexpr int kGradientFragments = kHeadDim / 8;
+  static constexpr int kKeySteps = kBlockN / 16;  // k steps of dQ
+  static constexpr int kDqDims = dq_warp_tile(0, kHeadDim).dims;
+  static constexpr int kDqFragments = kDqDims / 8;
+  static_assert(kBlockN == kWarpKeys * kShape.warps, "each warp owns 16 keys");
+  static_assert(kBlockM == 64, "the dSᵀ tile's rows must be 128 bytes for the swizzle");
+  static_assert(kBlockM % kSliceM == 0 && kSliceM % 16 == 0, "whole slices of 16-query k steps");
+  static_assert(4 * kSliceFragments <= 32, "one dropout bit per element of a slice of Sᵀ in a 32-bit word");
+  static_assert(kHeadDim % 64 == 0 && kDqDims % 16 == 0, "whole 16-dim pairs");
+  static_assert(kBlockN <= kFlashBackwardStages * kBlockM, "the dK and dV tiles fit where the Q and dO stages were");
+};
+
 // Where lane l stores its pair of C fragment 0 (row first_row + g, columns 2t,
 // 2t + 1) in a swizzled tile of row_bytes rows: the dSᵀ tile (first_row = 16w) and
 // the epilogue's dK and dV tiles. Fragment n (columns 8n ..) and the row half h

@@ -45,20 +45,6 @@ namespace {
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-template <int kHeadDim>
-struct FlashTraits {
-  static constexpr FlashTileShape kShape = flash_tile_shape(kHeadDim);
-  static constexpr int kBlockM = kShape.block_m;
-  static constexpr int kBlockN = kShape.block_n;
-  static constexpr int kThreads = 32 * kShape.warps;
-  static constexpr int kDimSteps = kHeadDim / 16;  // k steps of Q·Kᵀ, and 16-dim column pairs of O
-  static constexpr int kKeySteps = kBlockN / 16;   // k steps of P·V
-  static constexpr int kScoreTiles = kBlockN / 8;  // 8-key C fragments of S per warp
-  static constexpr int kOutputTiles = kHeadDim / 8;
-  static_assert(kShape.block_m == 16 * kShape.warps, "each warp owns 16 rows");
-  static_assert(kHeadDim % 64 == 0, "the swizzle permutes 8 chunks of 16 bytes within a row");
-};
-
 // Zeroes the dropped elements of one 8-key C fragment (rows g, g + 8; keys
 // first_key + 2t, + 1) per the contract; see dropout_word_source().
 __device__ __forceinline__ void apply_dropout(float (&p)[4], const DropoutRng& rng, std::uint32_t batch,
@@ -116,10 +102,10 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
   const auto len_k = static_cast<int>(params.length_k(batch));
 
   const int cta_row = query_tile * kBlockM;
-  const int warp_row = cta_row + 16 * warp;
+  const int warp_row = cta_row + Traits::kWarpRows * warp;
   const int row0 = warp_row + lane / 4;  // this lane's rows: row0 and row0 + 8
   const KeyTileRange cta_tiles = flash_key_tiles(params.mask, cta_row, cta_row + kBlockM, len_q, len_k, kBlockN);
-  const KeyTileRange warp_tiles = flash_key_tiles(params.mask, warp_row, warp_row + 16, len_q, len_k, kBlockN);
+  const KeyTileRange warp_tiles = flash_key_tiles(params.mask, warp_row, warp_row + Traits::kWarpRows, len_q, len_k, kBlockN);
   // The visible keys of the lane's two rows, as int (sequence lengths are below 2^24).
   int visible_begin[2], visible_end[2];
 #pragma unroll
@@ -170,7 +156,7 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
     if (tile == cta_tiles.first) {
       const FragmentPosition position = ldmatrix_row_for_a(lane);
       const std::uint32_t q_lane =
-          q_tile + swizzled_lane_bytes(16 * warp + position.row, position.column / 8, kRowBytes);
+          q_tile + swizzled_lane_bytes(Traits::kWarpRows * warp + position.row, position.column / 8, kRowBytes);
 #pragma unroll
       for (int step = 0; step < Traits::kDimSteps; ++step) {
         load_matrix_x4(q_fragments[step], swizzled_step(q_lane, 2 * step, 0, kRowBytes));
@@ -204,7 +190,7 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
       // Scale into base-2 units; on tiles the warp's rows do not see whole, mask
       // (element (n, e) holds key first_key + lane_column + 8n + e % 2, so the
       // visible interval is moved into those units once per tile and row).
-      if (tile_fully_visible(params.mask, warp_row, warp_row + 16, first_key, first_key + kBlockN, len_q, len_k)) {
+      if (tile_fully_visible(params.mask, warp_row, warp_row + Traits::kWarpRows, first_key, first_key + kBlockN, len_q, len_k)) {
 #pragma unroll
         for (int n = 0; n < Traits::kScoreTiles; ++n) {
 #pragma unroll

@@ -44,6 +44,26 @@ ATTNBENCH_HD constexpr int flash_shared_bytes(int head_dim, int element_bytes) {
          element_bytes;
 }
 
+// The forward kernel's compile-time shape for one head dim. kBlockM, kBlockN,
+// kWarpRows and kWarpKeys are the tiling every mask is cut by (the CTA's query
+// rows and key tile, and the rows and keys one warp bounds its tiles by); the
+// tests that place mask edges at every position read them from here.
+template <int kHeadDim>
+struct FlashTraits {
+  static constexpr FlashTileShape kShape = flash_tile_shape(kHeadDim);
+  static constexpr int kBlockM = kShape.block_m;
+  static constexpr int kBlockN = kShape.block_n;
+  static constexpr int kWarpRows = 16;       // a warp's query rows: the mma's M
+  static constexpr int kWarpKeys = kBlockN;  // every warp scores the whole key tile
+  static constexpr int kThreads = 32 * kShape.warps;
+  static constexpr int kDimSteps = kHeadDim / 16;  // k steps of Q·Kᵀ, and 16-dim column pairs of O
+  static constexpr int kKeySteps = kBlockN / 16;   // k steps of P·V
+  static constexpr int kScoreTiles = kBlockN / 8;  // 8-key C fragments of S per warp
+  static constexpr int kOutputTiles = kHeadDim / 8;
+  static_assert(kShape.block_m == kWarpRows * kShape.warps, "each warp owns 16 rows");
+  static_assert(kHeadDim % 64 == 0, "the swizzle permutes 8 chunks of 16 bytes within a row");
+};
+
 // Grid: x over query tiles (the heaviest causal tile first), y over heads, z over batch.
 ATTNBENCH_HD constexpr std::int64_t flash_query_tiles(std::int64_t seqlen_q, const FlashTileShape& shape) {
   return (seqlen_q + shape.block_m - 1) / shape.block_m;

@@ -25,6 +25,16 @@ inline constexpr int kDimsPerPass = 2 * kWarpSize;        // each lane accumulat
 inline constexpr int kLargestHeadDim = 256;
 inline constexpr std::size_t kStaticSharedLimit = 48 * 1024;
 
+// The tiling the kernel's masks are cut by, in the vocabulary of the fused
+// kernels' traits (kernels/cuda/flash_geometry.hpp's FlashTraits): a CTA's rows
+// and key tile, and the rows and keys of one warp.
+struct Traits {
+  static constexpr int kBlockM = kBlockRows;
+  static constexpr int kBlockN = kBlockKeys;
+  static constexpr int kWarpRows = kRowsPerWarp;
+  static constexpr int kWarpKeys = kBlockKeys;  // lane l scores key l of every tile
+};
+
 // Head dims the kernel handles: multiples of 8 from 8 to 256.
 ATTNBENCH_HD constexpr bool head_dim_supported(std::int64_t head_dim) {
   return head_dim >= kChunkElements && head_dim <= kLargestHeadDim && head_dim % kChunkElements == 0;

@@ -1,9 +1,11 @@
-// The host calibration (harness/measure/calibration.hpp): the built-in product
-// is a correct matrix product on shapes that are no multiple of its blocks, the
+// The host calibration (harness/measure/calibration.hpp): the BLAS product it
+// times is a correct matrix product on shapes that are no multiple of its blocks, the
 // calibration times whatever product it is given (a stand-in whose duration is
 // known gives the rate it implies), the copy is sized from the last-level
 // cache, and the record holds every figure.
 #include "harness/measure/calibration.hpp"
+
+#include "harness/blas.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,15 +18,15 @@
 namespace attnbench {
 namespace {
 
-TEST(Calibration, TheBlockedProductMatchesAPlainOneOnOddShapes) {
-  const int m = 37, n = 300, k = 141;  // no multiple of the column (256) or depth (128) blocks
+TEST(Calibration, TheBlasProductMatchesAPlainOneOnOddShapes) {
+  const int m = 37, n = 300, k = 141;  // no multiple of any register or cache block
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n);
   for (float& x : a) x = value(random);
   for (float& x : b) x = value(random);
   std::vector<float> c(static_cast<std::size_t>(m) * n, std::nanf(""));  // every element must be written
-  blocked_gemm().multiply(m, n, k, a.data(), b.data(), c.data(), 2);
+  blas_gemm().multiply(m, n, k, a.data(), b.data(), c.data(), 2);
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       double expected = 0;
@@ -63,7 +65,7 @@ TEST(Calibration, TheCopyIsTwiceTheLastLevelCacheWithinBoundsAndTheRecordHoldsEv
   EXPECT_EQ(small.copy_bytes, 16 * mib) << "at least 16 MiB";
   const nlohmann::ordered_json record = small.to_json();
   EXPECT_EQ(record["threads"], 2);
-  EXPECT_EQ(record["gemm"]["kernel"], "blocked fp32 loop (OpenMP)");
+  EXPECT_EQ(record["gemm"]["kernel"], blas::library().identity() + " sgemm");
   EXPECT_EQ(record["gemm"]["m"], 32);
   EXPECT_GT(record["gemm"]["flops_per_second"].get<double>(), 0);
   EXPECT_EQ(record["copy"]["bytes"], 16 * mib);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "harness/blas.hpp"
 #include "harness/measure/openmp_threads.hpp"
 
 namespace attnbench {
@@ -16,62 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
-}
-
-// The product in register tiles: kTileRows rows of C by kTileColumns columns
-// accumulate in registers over the whole depth, from the tile's rows of A
-// packed depth-major and one column strip of B (k x kTileColumns floats, in L1
-// for the depths calibrated).
-constexpr int kTileRows = 4;
-constexpr int kTileColumns = 8;
-
-void multiply_full_tile(int n, int k, const float* a_packed, const float* b, float* c) {
-  float accumulator[kTileRows][kTileColumns] = {};
-  for (int p = 0; p < k; ++p) {
-    const float* b_row = b + static_cast<std::size_t>(p) * n;
-    const float* a_column = a_packed + static_cast<std::size_t>(p) * kTileRows;
-    for (int r = 0; r < kTileRows; ++r) {
-#pragma omp simd
-      for (int j = 0; j < kTileColumns; ++j) accumulator[r][j] += a_column[r] * b_row[j];
-    }
-  }
-  for (int r = 0; r < kTileRows; ++r) {
-    for (int j = 0; j < kTileColumns; ++j) c[static_cast<std::size_t>(r) * n + j] = accumulator[r][j];
-  }
-}
-
-// A tile at the matrix's edge (fewer rows or columns), plainly.
-void multiply_edge_tile(int rows, int columns, int n, int k, const float* a_packed, const float* b, float* c) {
-  for (int r = 0; r < rows; ++r) {
-    for (int j = 0; j < columns; ++j) {
-      float sum = 0.0f;
-      for (int p = 0; p < k; ++p) sum += a_packed[static_cast<std::size_t>(p) * kTileRows + r] * b[static_cast<std::size_t>(p) * n + j];
-      c[static_cast<std::size_t>(r) * n + j] = sum;
-    }
-  }
-}
-
-void blocked_multiply(int m, int n, int k, const float* a, const float* b, float* c, int threads) {
-  const int row_tiles = (m + kTileRows - 1) / kTileRows;
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> a_packed(static_cast<std::size_t>(k) * kTileRows, 0.0f);
-#pragma omp for schedule(static)
-    for (int tile_row = 0; tile_row < row_tiles; ++tile_row) {
-      const int i = tile_row * kTileRows, rows = std::min(kTileRows, m - i);
-      for (int p = 0; p < k; ++p) {
-        for (int r = 0; r < rows; ++r) {
-          a_packed[static_cast<std::size_t>(p) * kTileRows + r] = a[static_cast<std::size_t>(i + r) * k + p];
-        }
-      }
-      float* c_rows = c + static_cast<std::size_t>(i) * n;
-      for (int j = 0; j < n; j += kTileColumns) {
-        const int columns = std::min(kTileColumns, n - j);
-        if (rows == kTileRows && columns == kTileColumns) multiply_full_tile(n, k, a_packed.data(), b + j, c_rows + j);
-        else multiply_edge_tile(rows, columns, n, k, a_packed.data(), b + j, c_rows + j);
-      }
-    }
-  }
 }
 
 // Copies `from` into `to` in one chunk per thread.
@@ -89,8 +34,12 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 }  // namespace
 
-const GemmKernel& blocked_gemm() {
-  static const GemmKernel kernel{"blocked fp32 loop (OpenMP)", blocked_multiply};
+const GemmKernel& blas_gemm() {
+  static const GemmKernel kernel{blas::library().identity() + " sgemm",
+                                 [](int m, int n, int k, const float* a, const float* b, float* c, int threads) {
+                                   blas::sgemm_parallel(threads, blas::Op::none, blas::Op::none, m, n, k, 1.0f, a, k,
+                                                        b, n, 0.0f, c, n);
+                                 }};
   return kernel;
 }
 

@@ -6,9 +6,9 @@
 // ceilings, and a run uses the product's rate to say before a long host case
 // how long it will take at least.
 //
-// The product that is timed is a parameter (a GemmKernel): the blocked loop
-// below by default, and a BLAS SGEMM where one is linked, without a change to
-// the calibration or its record.
+// The product that is timed is a parameter (a GemmKernel): the BLAS's SGEMM
+// (harness/blas.hpp) on the run's threads, the one the CPU implementations'
+// products go through; tests give stand-ins.
 #pragma once
 
 #include <cstddef>
@@ -21,13 +21,12 @@ namespace attnbench {
 
 // C (m x n) = A (m x k) * B (k x n), row-major fp32, on `threads` threads.
 struct GemmKernel {
-  std::string name;  // recorded: "blocked fp32 loop (OpenMP)", "OpenBLAS sgemm", ...
+  std::string name;  // recorded: "OpenBLAS 0.3.21 sgemm", ...
   std::function<void(int m, int n, int k, const float* a, const float* b, float* c, int threads)> multiply;
 };
 
-// The built-in product: rows split among the threads, an i-k-j loop over
-// blocks that stay in the caches, the innermost loop vectorized.
-const GemmKernel& blocked_gemm();
+// The BLAS's SGEMM on `threads` of the library's threads.
+const GemmKernel& blas_gemm();
 
 struct CalibrationSettings {
   int gemm_size = 384;                // m = n = k
@@ -50,6 +49,6 @@ struct HostCalibration {
 // Runs the calibration; `last_level_cache_bytes` sizes the copy (so that it
 // reaches memory) when the settings leave it 0.
 HostCalibration calibrate_host(int threads, std::size_t last_level_cache_bytes, const CalibrationSettings& settings = {},
-                               const GemmKernel& gemm = blocked_gemm());
+                               const GemmKernel& gemm = blas_gemm());
 
 }  // namespace attnbench

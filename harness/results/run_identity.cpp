@@ -191,8 +191,8 @@ std::vector<Diagnostic> run_identity_differences(const Json& saved, const Json& 
   const Json saved_blas = saved.value("blas", Json()), current_blas = current.value("blas", Json());
   if (saved_blas != current_blas) {
     problems.push_back({file, "tool.blas",
-                        "the run's CPU implementations used BLAS " + option(saved_blas) + ", this build's use " +
-                            option(current_blas) + "; records of two BLAS libraries do not mix: continue it with "
+                        "the run's CPU implementations used BLAS " + shown(saved_blas) + ", this build's use " +
+                            shown(current_blas) + "; records of two BLAS libraries do not mix: continue it with "
                             "the build that started it"});
   }
   const Json no_plugins = Json::object();

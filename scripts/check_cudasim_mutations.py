@@ -79,6 +79,22 @@ MUTATIONS += [
      'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_128B, "A")', 'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_NONE, "A")',
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
 ]
+# cuda.flash.sm90 (kernels/cuda/flash_sm90_forward.cu): its pipeline and wgmma waits.
+SM90_SHAPES = "Shapes/FlashSm90.*"
+SM90 = "kernels/cuda/flash_sm90_forward.cu"
+MUTATIONS += [
+    ("sm90_empty_arrival_dropped", "a consumer never returns a K/V stage to the producer (empty arrival dropped)",
+     SM90, "    if (thread == 0) mbarrier_arrive(empty(s));", "", SM90_SHAPES, "test_cudasim_flash_sm90"),
+    ("sm90_parity_not_flipped", "the consumers wait on parity 0 of a stage's K barrier on every use", SM90,
+     "mbarrier_wait_parity(k_full(s), parity);", "mbarrier_wait_parity(k_full(s), 0u);", SM90_SHAPES,
+     "test_cudasim_flash_sm90"),
+    ("sm90_softmax_reads_unfinished_s", "the wgmma wait before the softmax leaves the S group in flight", SM90,
+     "    wgmma_commit_group();\n    wgmma_wait_group<0>();\n\n    // Scale",
+     "    wgmma_commit_group();\n    wgmma_wait_group<1>();\n\n    // Scale", SM90_SHAPES, "test_cudasim_flash_sm90"),
+    ("sm90_expect_tx_short", "the producer's expect_tx for a V tile announces 16 bytes fewer than its copies deliver",
+     SM90, "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);",
+     "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes - 16);", SM90_SHAPES, "test_cudasim_flash_sm90"),
+]
 DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find its cases
 
 

@@ -13,7 +13,7 @@
 namespace attnbench {
 namespace {
 
-const char* const kCudaImplementations[] = {"cuda.cublas", "cuda.flash", "cuda.flash.simple"};
+const char* const kCudaImplementations[] = {"cuda.cublas", "cuda.flash", "cuda.flash.simple", "cuda.flash.sm90"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -37,6 +37,7 @@ TEST(CudaRegistry, EveryCudaImplementationIsRegisteredOnTheCudaDevice) {
   }
   EXPECT_EQ(ImplementationRegistry::instance().find("cuda.flash")->accuracy_baseline(), "cuda.cublas");
   EXPECT_EQ(ImplementationRegistry::instance().find("cuda.flash.simple")->accuracy_baseline(), "cuda.cublas");
+  EXPECT_EQ(ImplementationRegistry::instance().find("cuda.flash.sm90")->accuracy_baseline(), "cuda.cublas");
 }
 
 TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
@@ -53,7 +54,7 @@ TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
 // Which CUDA implementations have a backward; the others refuse it, saying so.
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
-      {"cuda.cublas", true}, {"cuda.flash", true}, {"cuda.flash.simple", false}};
+      {"cuda.cublas", true}, {"cuda.flash", true}, {"cuda.flash.simple", false}, {"cuda.flash.sm90", false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
@@ -70,13 +71,30 @@ TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   }
 }
 
+// The Hopper kernel has tiles for head dims 64 and 128 only; others are
+// refused with a reason naming the head dim, whatever the mask or dropout.
+TEST(CudaRegistry, TheHopperForwardRefusesHeadDimsItHasNoTilesFor) {
+  const Implementation* sm90 = ImplementationRegistry::instance().find("cuda.flash.sm90");
+  ASSERT_NE(sm90, nullptr);
+  for (std::int64_t head_dim : {32, 96, 256}) {
+    const Verdict verdict = sm90->supports(square_problem(256, head_dim));
+    EXPECT_FALSE(verdict.ok) << head_dim;
+    EXPECT_NE(verdict.reason.find("head_dim 64 and 128, not " + std::to_string(head_dim)), std::string::npos)
+        << verdict.reason;
+  }
+  Problem masked = square_problem(200, 64);
+  masked.mask = MaskSpec{true, true, 16, -1};
+  masked.dropout = DropoutSpec{0.1, 1, 0};
+  EXPECT_TRUE(sm90->supports(masked).ok) << sm90->supports(masked).reason;
+}
+
 // Workspace from N = 1k to 16k: the fused kernel's extra memory grows at most
 // linearly, the materializing baseline's (S and P) quadratically.
 TEST(CudaRegistry, FusedMemoryIsLinearAndMaterializingMemoryQuadraticInN) {
   const ExecutionContext context{1, nullptr, nullptr};
   for (std::int64_t head_dim : {64, 128}) {
     const Problem small = square_problem(1024, head_dim), large = square_problem(16384, head_dim);
-    for (const char* fused : {"cuda.flash", "cuda.flash.simple"}) {
+    for (const char* fused : {"cuda.flash", "cuda.flash.simple", "cuda.flash.sm90"}) {
       const Implementation* implementation = ImplementationRegistry::instance().find(fused);
       const double grown = static_cast<double>(implementation->workspace_bytes(large, context));
       const double base = static_cast<double>(implementation->workspace_bytes(small, context));

@@ -4,9 +4,11 @@
 Disassembles a binary or object that holds the sm_90a build of
 kernels/cuda/flash_sm90_forward.cu (cuobjdump -sass) and, for every instance of
 flash_sm90_forward_kernel, requires: wgmma (HGMMA), the register split per role
-(USETMAXREG), TMA loads (UTMALDG), mbarrier operations (SYNCS), and no
-local-memory loads or stores (LDL, STL: a spill or an array ptxas could not
-keep in registers). Prints one line per kernel; exits 1 when one fails, 4 when
+(USETMAXREG), TMA loads (UTMALDG), mbarrier operations (SYNCS), a wgmma wait
+that leaves a group in flight (WARPGROUP.DEPBAR with a non-zero count: the
+softmax overlapping P·V; ptxas turns every wait into a count of 0 when it
+serialises the wgmmas, warning C7514), and no local-memory loads or stores
+(LDL, STL: a spill or an array ptxas could not keep in registers). Prints one line per kernel; exits 1 when one fails, 4 when
 cuobjdump or the kernels cannot be found.
 
   scripts/check_sm90_sass.py FILE... [--cuobjdump PATH]
@@ -22,7 +24,7 @@ import shutil
 import subprocess
 import sys
 
-REQUIRED = ("HGMMA", "USETMAXREG", "UTMALDG", "SYNCS")
+REQUIRED = ("HGMMA", "USETMAXREG", "UTMALDG", "SYNCS", "DEPBAR_NONZERO")
 FORBIDDEN = ("LDL", "STL")
 
 
@@ -82,6 +84,7 @@ def main():
     for name, lines in sorted(found.items()):
         text = "\n".join(lines)
         counts = {op: len(re.findall(r"\b" + op + r"\b", text)) for op in REQUIRED + FORBIDDEN}
+        counts["DEPBAR_NONZERO"] = len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x[1-9a-f]", text))
         missing = [op for op in REQUIRED if counts[op] == 0]
         present = [op for op in FORBIDDEN if counts[op] > 0]
         ok = not missing and not present

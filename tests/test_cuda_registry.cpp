@@ -13,7 +13,8 @@
 namespace attnbench {
 namespace {
 
-const char* const kCudaImplementations[] = {"cuda.cublas", "cuda.flash", "cuda.flash.simple", "cuda.flash.sm90"};
+const char* const kCudaImplementations[] = {"cuda.cublas", "cuda.flash", "cuda.flash.simple", "cuda.flash.sm90",
+                                             "cuda.flash.sm90.serial"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -54,7 +55,8 @@ TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
 // Which CUDA implementations have a backward; the others refuse it, saying so.
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
-      {"cuda.cublas", true}, {"cuda.flash", true}, {"cuda.flash.simple", false}, {"cuda.flash.sm90", false}};
+      {"cuda.cublas", true}, {"cuda.flash", true}, {"cuda.flash.simple", false}, {"cuda.flash.sm90", false},
+      {"cuda.flash.sm90.serial", false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;

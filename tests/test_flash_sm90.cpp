@@ -4,7 +4,9 @@
 // ranges long enough that each pipeline stage is reused several times (the
 // mbarrier parities flip), exact tile multiples beside ragged lengths, grouped
 // heads 4:1. Each case: fresh random inputs, poisoned outputs, the fp64 oracle,
-// and the fused-versus-baseline rule against cudasim.cublas.
+// and the fused-versus-baseline rule against cudasim.cublas, for the kernel
+// with its softmax/P·V overlap (cudasim.flash.sm90) and without
+// (cudasim.flash.sm90.serial).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -58,7 +60,7 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   const AccuracySettings settings;
   CaseData data(p, settings, 2);
   std::map<std::string, AccuracyResult> results;
-  for (const char* name : {"cudasim.flash.sm90", "cudasim.cublas"}) {
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial", "cudasim.cublas"}) {
     Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
     std::string skip_reason;
@@ -67,14 +69,17 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
     session->checked_call();
     results[name] = session->check_accuracy(session->copy_outputs());
   }
-  AccuracyResult& sm90 = results.at("cudasim.flash.sm90");
-  apply_baseline_rule(sm90, results.at("cudasim.cublas"), element_type(c.dtype), settings);
-  EXPECT_TRUE(sm90.rule_applied);
-  EXPECT_EQ(sm90.status, "passed") << sm90.reason << "\n" << sm90.to_json().dump(1);
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial"}) {
+    AccuracyResult& sm90 = results.at(name);
+    apply_baseline_rule(sm90, results.at("cudasim.cublas"), element_type(c.dtype), settings);
+    EXPECT_TRUE(sm90.rule_applied) << name;
+    EXPECT_EQ(sm90.status, "passed") << name << ": " << sm90.reason << "\n" << sm90.to_json().dump(1);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Sm90Case>& info) { return std::string(info.param.name); });
+std::string case_name(const ::testing::TestParamInfo<Sm90Case>& param_info) { return param_info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90, ::testing::ValuesIn(kCases), case_name);
 
 }  // namespace
 }  // namespace attnbench

@@ -1,8 +1,10 @@
 // cuda.flash.sm90 as the harness sees it: the warp-specialised Hopper forward
-// (kernels/cuda/flash_sm90_forward.cu: TMA, mbarrier pipeline, wgmma) behind
-// one registered implementation, forward only. Built for sm_90a alone: on any
-// other GPU it is unavailable and says why. Its workspace is the per-batch
-// lengths of a padded problem.
+// (kernels/cuda/flash_sm90_forward.cu: TMA, mbarrier pipeline, wgmma), forward
+// only. Built for sm_90a alone: on any other GPU it is unavailable and says
+// why. Its workspace is the per-batch lengths of a padded problem. Registered
+// twice: cuda.flash.sm90, and cuda.flash.sm90.serial, the same kernel instance
+// with the softmax/P·V overlap switched off by its runtime flag, so that a GPU
+// run measures what the overlap is worth.
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_sm90_forward.hpp"
+#include "kernels/cuda/sm90a_device.hpp"
 
 namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
@@ -20,10 +23,15 @@ namespace {
 
 class CudaFlashSm90 final : public CudaImplementation {
  public:
-  std::string_view name() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90"); }
+  explicit CudaFlashSm90(bool overlap) : overlap_(overlap) {}
+  std::string_view name() const override {
+    return overlap_ ? ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90") : ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.serial");
+  }
   std::string_view summary() const override {
-    return "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier pipeline, "
-           "a producer warpgroup and two wgmma consumer warpgroups, online softmax in registers; O(N) memory";
+    return overlap_ ? "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier "
+                      "pipeline, a producer warpgroup and two wgmma consumer warpgroups, each tile's softmax "
+                      "overlapping the previous P·V; O(N) memory"
+                    : "cuda.flash.sm90 with the softmax/P·V overlap switched off (its runtime flag): the ablation";
   }
   std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
@@ -31,7 +39,7 @@ class CudaFlashSm90 final : public CudaImplementation {
     Verdict available = CudaImplementation::availability();
     if (!available.ok) return available;
     std::string why;
-    if (!flash_sm90_runs_here(why)) return Verdict::no(std::string(name()) + ": " + why);
+    if (!sm90a_code_runs_here(why)) return Verdict::no(std::string(name()) + ": " + why);
     return Verdict::yes();
   }
 
@@ -68,7 +76,7 @@ class CudaFlashSm90 final : public CudaImplementation {
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const cudaStream_t stream = stream_of(context);
     launch_flash_sm90_forward(make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream)), p.dtype,
-                              buffers, stream);
+                              buffers, overlap_, stream);
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext&) const override {
@@ -77,15 +85,20 @@ class CudaFlashSm90 final : public CudaImplementation {
                                    {"block_n", shape.block_n},
                                    {"warpgroups", {{"producer", 1}, {"consumers", shape.consumers}}},
                                    {"stages", shape.stages},
+                                   {"softmax_overlaps_pv", overlap_},
                                    {"shared_memory_bytes", shape.shared_bytes},
                                    {"loads", "TMA (cp.async.bulk.tensor), 128-byte swizzle, full/empty mbarriers"},
                                    {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S: SS, P·V: RS"},
                                    {"softmax", "online, base 2 (ex2.approx), scale folded into log2(e)"}};
     return nlohmann::ordered_json{{"forward", forward}};
   }
+
+ private:
+  bool overlap_;
 };
 
-const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(); }};
+const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(true); }};
+const ImplementationRegistration kSerialRegistration{[] { return std::make_unique<CudaFlashSm90>(false); }};
 
 }  // namespace
 ATTNBENCH_CUDA_BUILD_END

@@ -4,13 +4,13 @@
 //
 // Tiling (Sm90Traits): one CTA per (query tile of 128 rows, head, batch), the
 // heaviest causal tile first; three warpgroups of 128 threads.
-//   - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 40); one
+//   - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 24); one
 //     elected thread of its first warp issues every TMA load: the CTA's Q tile
 //     once, then the K and V tiles of 128 keys the CTA's rows can see, through
 //     a pipeline of kStages stages. Tiles are stored as panels of 64 columns
 //     (128 bytes per row, 128-byte swizzle), head_dim / 64 panels per tile.
 //     Rows past the end of the tensor arrive as zeros (TMA's out-of-bound fill).
-//   - Warpgroups 1 and 2, the consumers, take registers (setmaxnreg.inc 232);
+//   - Warpgroups 1 and 2, the consumers, take registers (setmaxnreg.inc 240);
 //     each owns 64 query rows. Per key tile: S = Q·Kᵀ with wgmma m64n128k16
 //     (Q and K from K-major swizzled descriptors, head_dim / 16 steps, fp32
 //     accumulators), then, on the accumulator fragment in registers, the scale
@@ -21,6 +21,15 @@
 //     operand and O += P·V runs as wgmma m64n{head_dim}k16 in the RS form, V an
 //     MN-major operand (V is stored [key, dim]: dim, the N of this product, is
 //     the contiguous one) read through the descriptor's transpose.
+//   - Overlap inside a consumer (the `overlap` flag, on by default): S of tile
+//     j + 1 is issued before O += P(j)·V(j); wgmma.wait_group 1 then waits for
+//     S alone, and the softmax of tile j + 1 runs while P·V is in flight. Its
+//     rescale of O and the packing of P(j + 1) wait for wgmma.wait_group 0,
+//     since O and P(j) are that product's registers. Off, each tile's S,
+//     softmax and P·V run one after the other (same kernel instance). The
+//     loop runs every tile but the last, whose P·V follows it, so no wait sits
+//     behind a test of whether a next tile exists: ptxas then keeps the waits'
+//     counts (WARPGROUP.DEPBAR 1) instead of serialising every wgmma (C7514).
 //   - Epilogue, per consumer: O divided by the row sum once (times 1/(1-p)
 //     with dropout), written from registers with plain stores where the row
 //     lies inside the tensor; LSE in natural log. Rows with no visible key get
@@ -41,9 +50,10 @@
 // Every consumer waits and arrives on every stage of the CTA's key range, so
 // the two stay in step with the producer even where one has no visible key.
 //
-// Not yet in this kernel (docs/design.md lists it): the S(j+1) / P·V(j) overlap
-// inside a warpgroup and the ping-pong between warpgroups, the stmatrix + TMA
-// store epilogue, head dim 256, the backward.
+// Not yet in this kernel: the ping-pong between the consumer warpgroups (named
+// barriers ordering their GEMMs), the stmatrix + TMA store epilogue, tiles per
+// head dim beyond one 128 x 128 shape (FA3's 128 x 176, 192 x 128), head dim
+// 256, the backward.
 #include "kernels/cuda/flash_sm90_forward.hpp"
 
 #include <cuda.h>
@@ -72,9 +82,10 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 // Tile shape and budgets per head dim (64 or 128), 16-bit elements.
 //   Registers per consumer thread: S is 64 × 128 fp32 over 128 threads = 64,
 //   P as packed pairs 32, O 64 × head_dim fp32 = head_dim / 2 (64 at d128):
-//   160 at d128 under the 232 setmaxnreg gives, the rest for addresses,
-//   row state and dropout. 40 (producer) × 128 + 232 × 256 = 64512 of the
-//   SM's 65536 registers.
+//   160 at d128 under the 240 setmaxnreg gives, the rest for addresses,
+//   row state and dropout (with 232, the d128 dropout instance spills once
+//   both loop forms share the function). 24 (producer) × 128 + 240 × 256 =
+//   64512 of the SM's 65536 registers.
 //   Shared memory at d128: Q 32 KiB + 2 stages × (K 32 KiB + V 32 KiB) =
 //   160 KiB of the 227 KiB a CTA may have; d64 half of it.
 template <int kHeadDim>
@@ -94,7 +105,7 @@ struct Sm90Traits {
   static constexpr int kBarrierOffset = kVOffset + kStages * kKeyTileBytes;
   static constexpr int kBarriers = 1 + 3 * kStages;
   static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024 /* alignment of the base */;
-  static constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+  static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
   static_assert(kSharedBytes <= 227 * 1024, "a CTA has at most 227 KiB of shared memory");
   static_assert(kQPanelBytes % 1024 == 0 && kKeyPanelBytes % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
@@ -121,7 +132,7 @@ template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     flash_sm90_forward_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                               const __grid_constant__ CUtensorMap v_map, AttentionParams params,
-                              Element* __restrict__ o, float* __restrict__ lse, float scale_log2) {
+                              Element* __restrict__ o, float* __restrict__ lse, float scale_log2, bool overlap) {
   using T = Sm90Traits<kHeadDim>;
   const std::uint32_t window = shared_address(dynamic_shared_memory());
   const std::uint32_t base = (window + 1023) / 1024 * 1024;
@@ -200,16 +211,14 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) output[i] = 0.0f;
   float scores[T::kBlockN / 2];  // (64, block_n)
+  std::uint32_t p[T::kBlockN / 16][4];  // P(j) as wgmma A fragments, one per 16 keys
   SoftmaxRowState<float> state[2];
 
-  if (!tiles.empty()) mbarrier_wait_parity(q_full, 0);
-  for (int tile = tiles.first; tile < tiles.end; ++tile) {
+  // S = Q·Kᵀ of a tile for the warpgroup's 64 rows, issued and committed as one group.
+  const auto issue_scores = [&](int tile) {
     const int use = tile - tiles.first, s = use % T::kStages;
-    const auto parity = static_cast<std::uint32_t>(use / T::kStages) & 1u;
-    const int first_key = tile * T::kBlockN;
-
-    // S = Q·Kᵀ for the warpgroup's 64 rows.
-    mbarrier_wait_parity(k_full(s), parity);
+    mbarrier_wait_parity(k_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
+    wgmma_fence_operand(scores);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < kHeadDim / 16; ++step) {
@@ -217,9 +226,26 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
                                     k_major_descriptor(k_tile(s), T::kKeyPanelBytes, 0, step), step > 0);
     }
     wgmma_commit_group();
+    wgmma_fence_operand(scores);
+  };
+  // wgmma.wait_group, then the registers of the products it covers are pinned after it.
+  const auto wait_for_scores = [&] {  // all but the last group (P·V)
+    wgmma_wait_group<1>();
+    wgmma_fence_operand(scores);
+  };
+  const auto wait_for_all = [&] {
     wgmma_wait_group<0>();
+    wgmma_fence_operand(scores);
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+  };
 
-    // Scale into base 2; mask where the warpgroup's rows do not see the whole tile.
+  // The softmax of a tile's finished S, in place: scale into base 2, mask where the
+  // warpgroup's rows do not see the whole tile, new row maxima, P = exp2(S - m),
+  // row sums, dropout. Returns through `factor` the rescale O needs, which the
+  // caller applies once no P·V product is in flight on O.
+  const auto softmax = [&](int tile, float (&factor)[2]) {
+    const int first_key = tile * T::kBlockN;
     if (tile_fully_visible(params.mask, consumer_row, consumer_row + 64, first_key, first_key + T::kBlockN, len_q,
                            len_k)) {
 #pragma unroll
@@ -238,21 +264,14 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
         scores[i] = visible ? scores[i] * scale_log2 : kNegativeInfinity;
       }
     }
-
-    // Online softmax: new maxima, one rescale of O, P = exp2(S - m).
     float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int i = 0; i < T::kBlockN / 2; ++i) tile_max[(i >> 1) & 1] = fmaxf(tile_max[(i >> 1) & 1], scores[i]);
     float reference[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const float factor = online_softmax_advance<float, FastExp2>(state[half], quad_max(tile_max[half]));
+      factor[half] = online_softmax_advance<float, FastExp2>(state[half], quad_max(tile_max[half]));
       reference[half] = exp_reference(state[half].max);
-#pragma unroll
-      for (int i = 2 * half; i < kHeadDim / 2; i += 4) {
-        output[i] *= factor;
-        output[i + 1] *= factor;
-      }
     }
 #pragma unroll
     for (int i = 0; i < T::kBlockN / 2; ++i) {
@@ -276,25 +295,71 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
         if (!((keep >> i) & 1u)) scores[i] = 0.0f;
       }
     }
+  };
 
-    // P as the A operand: register r of key step t holds accumulator elements 8t + 2r and 8t + 2r + 1.
-    std::uint32_t p[T::kBlockN / 16][4];
+  // O *= factor, then P as the A operand: register r of key step t holds
+  // accumulator elements 8t + 2r and 8t + 2r + 1 of S.
+  const auto rescale_and_pack = [&](const float (&factor)[2]) {
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) output[i] *= factor[(i >> 1) & 1];
 #pragma unroll
     for (int step = 0; step < T::kBlockN / 16; ++step) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) p[step][r] = pack_pair<Element>(scores[8 * step + 2 * r], scores[8 * step + 2 * r + 1]);
     }
+  };
 
-    // O += P·V.
-    mbarrier_wait_parity(v_full(s), parity);
+  // O += P(tile)·V(tile), issued and committed as one group.
+  const auto issue_output = [&](int tile) {
+    const int use = tile - tiles.first, s = use % T::kStages;
+    mbarrier_wait_parity(v_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < T::kBlockN / 16; ++step) {
       wgmma_rs<kHeadDim, Element, Major::mn>(output, p[step], v_descriptor(v_tile(s), T::kKeyPanelBytes, step), true);
     }
     wgmma_commit_group();
-    wgmma_wait_group<0>();
-    if (thread == 0) mbarrier_arrive(empty(s));  // both products reading the stage are done
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+  };
+  // The key loop. With `overlap`, S of tile j + 1 is issued before O += P(j)·V(j)
+  // and its softmax runs while that product is in flight (wgmma.wait_group 1);
+  // without, each tile's S, softmax and P·V run one after the other.
+  if (!tiles.empty()) {
+    mbarrier_wait_parity(q_full, 0);
+    float factor[2];
+    issue_scores(tiles.first);
+    wait_for_all();
+    softmax(tiles.first, factor);
+    rescale_and_pack(factor);
+  }
+  // Every tile but the last has a next one (the loop holds no test for it, so
+  // each wgmma.wait_group sees one known set of groups in flight); the last
+  // tile's P·V follows the loop.
+  for (int tile = tiles.first; tile + 1 < tiles.end; ++tile) {
+    float factor[2];
+    if (overlap) {
+      issue_scores(tile + 1);  // fences the writes of O and P above
+      issue_output(tile);
+      wait_for_scores();  // S(j + 1) is done; P(j)·V(j) may still run
+      softmax(tile + 1, factor);
+      wait_for_all();
+    } else {
+      issue_output(tile);
+      wait_for_all();
+      issue_scores(tile + 1);
+      wait_for_all();
+      softmax(tile + 1, factor);
+    }
+    if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));  // both products reading it are done
+    rescale_and_pack(factor);
+  }
+  if (!tiles.empty()) {
+    issue_output(tiles.end - 1);
+    wait_for_all();
+    if (thread == 0) mbarrier_arrive(empty((tiles.end - 1 - tiles.first) % T::kStages));
   }
 
   // Epilogue: O = output · keep_scale / l (zeros for a row without keys), LSE.
@@ -339,7 +404,7 @@ CUtensorMap attention_map(const void* data, const TensorStrides& strides, std::i
 }
 
 template <typename Element, int kHeadDim, bool kDropout>
-void launch(const AttentionParams& params, const AttentionBuffers& buffers, cudaStream_t stream) {
+void launch(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap, cudaStream_t stream) {
   using T = Sm90Traits<kHeadDim>;
   constexpr bool kBf16 = std::is_same_v<Element, __nv_bfloat16>;
   const CUtensorMap q_map = attention_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads,
@@ -358,25 +423,27 @@ void launch(const AttentionParams& params, const AttentionBuffers& buffers, cuda
                   static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
   launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, q_map, k_map, v_map, params,
-                static_cast<Element*>(buffers.out.data), static_cast<float*>(buffers.lse.data), scale_log2);
+                static_cast<Element*>(buffers.out.data), static_cast<float*>(buffers.lse.data), scale_log2, overlap);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Element, int kHeadDim>
-void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& buffers, cudaStream_t stream) {
+void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
+                        cudaStream_t stream) {
   if (params.dropout.enabled) {
-    launch<Element, kHeadDim, true>(params, buffers, stream);
+    launch<Element, kHeadDim, true>(params, buffers, overlap, stream);
   } else {
-    launch<Element, kHeadDim, false>(params, buffers, stream);
+    launch<Element, kHeadDim, false>(params, buffers, overlap, stream);
   }
 }
 
 template <typename Element>
-void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers, cudaStream_t stream) {
+void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
+                         cudaStream_t stream) {
   if (params.head_dim == 64) {
-    launch_for_dropout<Element, 64>(params, buffers, stream);
+    launch_for_dropout<Element, 64>(params, buffers, overlap, stream);
   } else {
-    launch_for_dropout<Element, 128>(params, buffers, stream);
+    launch_for_dropout<Element, 128>(params, buffers, overlap, stream);
   }
 }
 
@@ -391,34 +458,12 @@ FlashSm90Shape shape_of() {
 FlashSm90Shape flash_sm90_shape(int head_dim) { return head_dim == 64 ? shape_of<64>() : shape_of<128>(); }
 
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                               cudaStream_t stream) {
+                               bool overlap, cudaStream_t stream) {
   if (dtype == InputDType::fp16) {
-    launch_for_head_dim<__half>(params, buffers, stream);
+    launch_for_head_dim<__half>(params, buffers, overlap, stream);
   } else {
-    launch_for_head_dim<__nv_bfloat16>(params, buffers, stream);
+    launch_for_head_dim<__nv_bfloat16>(params, buffers, overlap, stream);
   }
-}
-
-bool flash_sm90_runs_here(std::string& why) {
-#if defined(ATTNBENCH_CUDASIM)
-  (void)why;
-  return true;
-#else
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    why = "no CUDA device";
-    return false;
-  }
-  if (major != 9 || minor != 0) {
-    why = "the kernel is sm_90a code (TMA, wgmma, setmaxnreg); this GPU has compute capability " +
-          std::to_string(major) + "." + std::to_string(minor);
-    return false;
-  }
-  return true;
-#endif
 }
 
 ATTNBENCH_CUDA_BUILD_END

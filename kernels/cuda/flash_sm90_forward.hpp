@@ -5,8 +5,6 @@
 
 #include <cuda_runtime.h>
 
-#include <string>
-
 #include "harness/implementation.hpp"
 #include "harness/scenario/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
@@ -28,14 +26,13 @@ FlashSm90Shape flash_sm90_shape(int head_dim);
 
 // Writes buffers.out and buffers.lse for head_dim 64 or 128, fp16 or bf16,
 // every mask, padding, grouped heads, dropout and both layouts; `params` from
-// make_attention_params (lengths uploaded when padded). One kernel launch on
-// `stream`. Throws DeviceError when the driver refuses a tensor map.
+// make_attention_params (lengths uploaded when padded). `overlap` runs each
+// tile's softmax while the previous tile's P·V is in flight (the kernel's
+// default); false runs them one after the other, the same kernel instance,
+// for measuring what the overlap is worth. One kernel launch on `stream`.
+// Throws DeviceError when the driver refuses a tensor map.
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                               cudaStream_t stream);
-
-// Whether this build's device runs the kernel (the GPU: compute capability 9.0
-// exactly, the sm_90a code it is built as); `why` says why not.
-bool flash_sm90_runs_here(std::string& why);
+                               bool overlap, cudaStream_t stream);
 
 ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -175,29 +175,10 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
       // Scale into base-2 units; on tiles the warp's rows do not see whole, mask
       // (element (n, e) holds key first_key + lane_column + 8n + e % 2, so the
       // visible interval is moved into those units once per tile and row).
-      if (tile_fully_visible(params.mask, warp_row, warp_row + 16, first_key, first_key + kBlockN, len_q, len_k)) {
-#pragma unroll
-        for (int n = 0; n < Traits::kScoreTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) scores[n][e] *= scale_log2;
-        }
-      } else {
-        int tile_begin[2], tile_end[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tile_begin[half] = visible_begin[half] - first_key - lane_column;
-          tile_end[half] = visible_end[half] - first_key - lane_column;
-        }
-#pragma unroll
-        for (int n = 0; n < Traits::kScoreTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = 8 * n + e % 2;
-            const bool visible = tile_begin[e / 2] <= key && key < tile_end[e / 2];
-            scores[n][e] = visible ? scores[n][e] * scale_log2 : kNegativeInfinity;
-          }
-        }
-      }
+      scale_and_mask_scores<Traits::kScoreTiles>(
+          [&](int n, int e) -> float& { return scores[n][e]; },
+          tile_fully_visible(params.mask, warp_row, warp_row + 16, first_key, first_key + kBlockN, len_q, len_k),
+          visible_begin, visible_end, first_key, lane_column, scale_log2);
       float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
       for (int n = 0; n < Traits::kScoreTiles; ++n) {

@@ -246,24 +246,11 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   // caller applies once no P·V product is in flight on O.
   const auto softmax = [&](int tile, float (&factor)[2]) {
     const int first_key = tile * T::kBlockN;
-    if (tile_fully_visible(params.mask, consumer_row, consumer_row + 64, first_key, first_key + T::kBlockN, len_q,
-                           len_k)) {
-#pragma unroll
-      for (int i = 0; i < T::kBlockN / 2; ++i) scores[i] *= scale_log2;
-    } else {
-      int tile_begin[2], tile_end[2];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        tile_begin[half] = visible_begin[half] - first_key - lane_column;
-        tile_end[half] = visible_end[half] - first_key - lane_column;
-      }
-#pragma unroll
-      for (int i = 0; i < T::kBlockN / 2; ++i) {
-        const int key = 8 * (i >> 2) + (i & 1), half = (i >> 1) & 1;
-        const bool visible = tile_begin[half] <= key && key < tile_end[half];
-        scores[i] = visible ? scores[i] * scale_log2 : kNegativeInfinity;
-      }
-    }
+    scale_and_mask_scores<T::kBlockN / 8>(
+        [&](int n, int e) -> float& { return scores[4 * n + e]; },
+        tile_fully_visible(params.mask, consumer_row, consumer_row + 64, first_key, first_key + T::kBlockN, len_q,
+                           len_k),
+        visible_begin, visible_end, first_key, lane_column, scale_log2);
     float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
     for (int i = 0; i < T::kBlockN / 2; ++i) tile_max[(i >> 1) & 1] = fmaxf(tile_max[(i >> 1) & 1], scores[i]);

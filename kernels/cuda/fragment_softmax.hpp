@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "kernels/common/dropout.hpp"
 #include "kernels/cuda/cuda_build.hpp"
@@ -18,6 +19,42 @@ namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 
 inline constexpr unsigned kQuadFullWarp = 0xffffffffu;
+
+// Scales a tile's scores into base-2 units (τ·log2(e)) and, unless the tile is
+// `whole` (every key visible to every row the caller holds), sets the scores of
+// invisible keys to -inf. The tile is kGroups 8-key C fragments starting at
+// first_key; score(n, e) is element e of fragment n (key first_key +
+// lane_column + 8n + e % 2, row half e / 2), and [visible_begin[h],
+// visible_end[h]) the visible keys of row half h. The interval is moved into
+// the fragment's units once per tile and row.
+template <int kGroups, typename Score>
+__device__ __forceinline__ void scale_and_mask_scores(Score&& score, bool whole, const int (&visible_begin)[2],
+                                                      const int (&visible_end)[2], int first_key, int lane_column,
+                                                      float scale_log2) {
+  if (whole) {
+#pragma unroll
+    for (int n = 0; n < kGroups; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) score(n, e) *= scale_log2;
+    }
+    return;
+  }
+  int tile_begin[2], tile_end[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    tile_begin[half] = visible_begin[half] - first_key - lane_column;
+    tile_end[half] = visible_end[half] - first_key - lane_column;
+  }
+#pragma unroll
+  for (int n = 0; n < kGroups; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = 8 * n + e % 2;
+      const bool visible = tile_begin[e / 2] <= key && key < tile_end[e / 2];
+      score(n, e) = visible ? score(n, e) * scale_log2 : -std::numeric_limits<float>::infinity();
+    }
+  }
+}
 
 // The maximum and the sum of a value over the lanes of the quad.
 __device__ __forceinline__ float quad_max(float value) {

@@ -51,9 +51,9 @@ MUTATIONS = [
      "swizzled_lane_bytes(k_position.row + 1, k_position.column / 8, kRowBytes)",
      FORWARD_PLAIN),
     ("dropout_word_wrong_lane", "the forward's dropout words taken from lane ^ 3 instead of the partner lane ^ 1",
-     "kernels/cuda/flash_forward.cu",
-     "__shfl_xor_sync(kFullWarp, philox_word(draw, sent), 1);",
-     "__shfl_xor_sync(kFullWarp, philox_word(draw, sent), 3);",
+     "kernels/cuda/fragment_softmax.hpp",
+     "__shfl_xor_sync(kQuadFullWarp, philox_word(draw, sent), 1);",
+     "__shfl_xor_sync(kQuadFullWarp, philox_word(draw, sent), 3);",
      "Matrix/*/fwd_fp16_d64_none_dropout_q200_k200:Matrix/*/fwd_bf16_d64_padding_causal_dropout_q129_k257"),
     ("v_load_not_transposed", ".trans dropped from the forward's V load",
      "kernels/cuda/flash_forward.cu",
@@ -87,6 +87,24 @@ MUTATIONS += [
     ("tma_swizzle_mismatch", "A's tensor map loads unswizzled while its descriptor reads 128-byte swizzle", GEMM,
      'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_128B, "A")', 'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_NONE, "A")',
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+]
+# cuda.flash.sm90 (kernels/cuda/flash_sm90_forward.cu): its pipeline and wgmma waits.
+SM90_SHAPES = "Shapes/FlashSm90.*"
+SM90 = "kernels/cuda/flash_sm90_forward.cu"
+MUTATIONS += [
+    ("sm90_empty_arrival_dropped", "a consumer never returns a K/V stage to the producer (empty arrival dropped)",
+     SM90, "    if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));", "", SM90_SHAPES,
+     "test_cudasim_flash_sm90"),
+    ("sm90_parity_not_flipped", "the consumers wait on parity 0 of a stage's K barrier on every use", SM90,
+     "mbarrier_wait_parity(k_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);",
+     "mbarrier_wait_parity(k_full(s), 0u);", SM90_SHAPES,
+     "test_cudasim_flash_sm90"),
+    ("sm90_softmax_reads_unfinished_s", "the wgmma wait before the overlapped softmax leaves the S group in flight",
+     SM90, "    wgmma_wait_group<1>();\n    wgmma_fence_operand(scores);",
+     "    wgmma_wait_group<2>();\n    wgmma_fence_operand(scores);", SM90_SHAPES, "test_cudasim_flash_sm90"),
+    ("sm90_expect_tx_short", "the producer's expect_tx for a V tile announces 16 bytes fewer than its copies deliver",
+     SM90, "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);",
+     "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes - 16);", SM90_SHAPES, "test_cudasim_flash_sm90"),
 ]
 DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find its cases
 

@@ -80,6 +80,15 @@ if [[ -x $hopper_binary ]]; then
   step "Hopper GEMM: $(grep -E 'PASSED|FAILED|SKIPPED' "$out/hopper-gemm.log" | tail -n 1)"
 fi
 
+# cuda.flash.sm90's structure in the SASS the build made for this machine:
+# wgmma, setmaxnreg, TMA and mbarriers in every instance, no local memory.
+sm90_status=skipped
+if [[ -x $bin/attnbench ]]; then
+  python3 scripts/check_sm90_sass.py "$bin/attnbench" > "$out/sm90-sass.log" 2>&1
+  sm90_status=$?
+  step "cuda.flash.sm90 SASS: $(grep -c '^ok' "$out/sm90-sass.log") kernel(s) ok, $(grep -c '^FAIL' "$out/sm90-sass.log") failing (sm90-sass.log)"
+fi
+
 step "benchmark (scenarios/device_check.json)"
 "$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
@@ -122,7 +131,7 @@ JSON
   done
 fi
 # compute-sanitizer on every kernel of cuda.flash (forward and backward),
-# cuda.flash.simple and cuda.cublas: one small case, padded, causal, with
+# cuda.flash.simple, cuda.flash.sm90 (forward) and cuda.cublas: one small case, padded, causal, with
 # dropout, forward and forward+backward; the in-process profiler off.
 sanitizer_status=skipped
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -132,7 +141,7 @@ if [[ -x $sanitizer ]]; then
  "defaults": {"batch": 2, "heads": 4, "kv_heads": 2, "seqlen": 100, "head_dim": 64, "dtype": "fp16",
               "causal": true, "align": "bottom_right", "padding": {"lengths": [100, 63]}, "dropout": 0.1},
  "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd"}],
- "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.cublas"],
+ "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.flash.sm90", "cuda.cublas"],
  "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
              "max_samples": 1, "min_seconds": 0, "max_seconds": 0.001}}
 JSON
@@ -203,7 +212,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: tests exit $tests_status, Hopper GEMM $hopper_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="

@@ -33,7 +33,7 @@ const Implementation& implementation(const char* algorithm) {
   return *found;
 }
 
-const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple"};
+const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple", "flash.sm90", "flash.sm90.serial"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -58,6 +58,7 @@ TEST(CudaRegistry, EveryCudaImplementationIsRegisteredOnItsDevice) {
   }
   EXPECT_EQ(implementation("flash").accuracy_baseline(), named("cublas"));
   EXPECT_EQ(implementation("flash.simple").accuracy_baseline(), named("cublas"));
+  EXPECT_EQ(implementation("flash.sm90").accuracy_baseline(), named("cublas"));
 }
 
 TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
@@ -95,7 +96,8 @@ TEST(CudaRegistry, TheReasonFitsWhatIsInstalled) {
 // Which CUDA implementations have a backward; the others refuse it, saying so.
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
-      {named("cublas"), true}, {named("flash"), true}, {named("flash.simple"), false}};
+      {named("cublas"), true}, {named("flash"), true}, {named("flash.simple"), false},
+      {named("flash.sm90"), false}, {named("flash.sm90.serial"), false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
@@ -112,13 +114,29 @@ TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   }
 }
 
+// The Hopper kernel has tiles for head dims 64 and 128 only; others are
+// refused with a reason naming the head dim, whatever the mask or dropout.
+TEST(CudaRegistry, TheHopperForwardRefusesHeadDimsItHasNoTilesFor) {
+  const Implementation* sm90 = &implementation("flash.sm90");
+  for (std::int64_t head_dim : {32, 96, 256}) {
+    const Verdict verdict = sm90->supports(square_problem(256, head_dim));
+    EXPECT_FALSE(verdict.ok) << head_dim;
+    EXPECT_NE(verdict.reason.find("head_dim 64 and 128, not " + std::to_string(head_dim)), std::string::npos)
+        << verdict.reason;
+  }
+  Problem masked = square_problem(200, 64);
+  masked.mask = MaskSpec{true, true, 16, -1};
+  masked.dropout = DropoutSpec{0.1, 1, 0};
+  EXPECT_TRUE(sm90->supports(masked).ok) << sm90->supports(masked).reason;
+}
+
 // Workspace from N = 1k to 16k: the fused kernel's extra memory grows at most
 // linearly, the materializing baseline's (S and P) quadratically.
 TEST(CudaRegistry, FusedMemoryIsLinearAndMaterializingMemoryQuadraticInN) {
   const ExecutionContext context{1, nullptr, nullptr};
   for (std::int64_t head_dim : {64, 128}) {
     const Problem small = square_problem(1024, head_dim), large = square_problem(16384, head_dim);
-    for (const char* fused : {"flash", "flash.simple"}) {
+    for (const char* fused : {"flash", "flash.simple", "flash.sm90"}) {
       const Implementation* implementation = &attnbench::implementation(fused);
       const double grown = static_cast<double>(implementation->workspace_bytes(large, context));
       const double base = static_cast<double>(implementation->workspace_bytes(small, context));

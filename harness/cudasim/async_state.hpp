@@ -58,6 +58,7 @@ struct WgmmaThreadState {
   std::uint32_t completed = 0;  // groups a wgmma.wait_group covered
   std::uint64_t fences = 0;     // wgmma.fence executed
   std::uint64_t fences_at_last_issue = 0;
+  std::uint64_t fences_at_last_commit = 0;
   std::uint32_t issued = 0;     // wgmma.mma_async issued
 };
 

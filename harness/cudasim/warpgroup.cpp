@@ -107,11 +107,16 @@ void remember_registers(SimThread& t, const void* begin, std::size_t bytes) {
 // accesses the same registers (but for accumulators chained across wgmmas of
 // the same shape). The simulator sees a write as a change of the registers'
 // contents since it last wrote or read them, or since the last wgmma.fence.
+// Registers it has never seen (their first use) count as fenced when a fence
+// opened the batch of wgmmas being issued (none committed since it): several
+// A fragments written before one fence, then used by consecutive RS wgmmas,
+// as a P·V product does.
 bool fenced_registers(SimThread& t, const void* begin, std::size_t bytes) {
   if (t.wgmma.fences == 0) return false;
   const RegisterRecord* record = find_record(t, begin);
   if (!record || record->known.size() != bytes) {
-    return t.wgmma.issued == 0 || t.wgmma.fences > t.wgmma.fences_at_last_issue;
+    return t.wgmma.issued == 0 || t.wgmma.fences > t.wgmma.fences_at_last_issue ||
+           t.wgmma.fences > t.wgmma.fences_at_last_commit;
   }
   const std::vector<unsigned char>& expected = record->has_fenced ? record->fenced : record->known;
   return std::memcmp(expected.data(), begin, bytes) == 0;
@@ -305,7 +310,11 @@ void wgmma_mma_async(MmaInputType type, int n, float* d, std::uint64_t descripto
 // wgmma.mma_async operations form a wgmma-group (possibly empty).
 void wgmma_commit_group() {
   warpgroup_collective(CollectiveKind::wgmma_commit, 0, CUDASIM_PC, nullptr, nullptr, [](WarpgroupState& group, Cta& cta) {
-    for (int i = 0; i < 128; ++i) ++warpgroup_thread(cta, group.index, i).wgmma.committed;
+    for (int i = 0; i < 128; ++i) {
+      SimThread& t = warpgroup_thread(cta, group.index, i);
+      ++t.wgmma.committed;
+      t.wgmma.fences_at_last_commit = t.wgmma.fences;
+    }
   });
 }
 

@@ -33,6 +33,7 @@
 #include "kernels/common/online_softmax.hpp"
 #include "kernels/cuda/flash_forward.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/fragment_softmax.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/tile_copy.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
@@ -42,37 +43,7 @@ namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
-constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
-
-// Zeroes the dropped elements of one 8-key C fragment (rows g, g + 8; keys
-// first_key + 2t, + 1) per the contract; see dropout_word_source().
-__device__ __forceinline__ void apply_dropout(float (&p)[4], const DropoutRng& rng, std::uint32_t batch,
-                                              std::uint32_t head, int row0, int first_key, int lane) {
-  const int own_half = dropout_draw_row_half(lane);
-  const auto group = static_cast<std::uint32_t>(first_key / 4 + (lane % 4) / 2);
-  const PhiloxBlock draw = dropout_words(rng, batch, head, static_cast<std::uint32_t>(row0 + 8 * own_half), group);
-  const int sent = dropout_sent_word(lane);
-  const std::uint32_t received0 = __shfl_xor_sync(kFullWarp, philox_word(draw, sent), 1);
-  const std::uint32_t received1 = __shfl_xor_sync(kFullWarp, philox_word(draw, sent + 1), 1);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const DropoutWordSource source = dropout_word_source(lane, half);
-    const std::uint32_t first = source.own ? philox_word(draw, source.word) : received0;
-    const std::uint32_t second = source.own ? philox_word(draw, source.word + 1) : received1;
-    if (!dropout_word_keeps(rng, first)) p[2 * half] = 0.0f;
-    if (!dropout_word_keeps(rng, second)) p[2 * half + 1] = 0.0f;
-  }
-}
-
-__device__ __forceinline__ float quad_max(float value) {
-  value = fmaxf(value, __shfl_xor_sync(kFullWarp, value, 1));
-  return fmaxf(value, __shfl_xor_sync(kFullWarp, value, 2));
-}
-__device__ __forceinline__ float quad_sum(float value) {
-  value += __shfl_xor_sync(kFullWarp, value, 1);
-  return value + __shfl_xor_sync(kFullWarp, value, 2);
-}
 
 template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
@@ -190,29 +161,10 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
       // Scale into base-2 units; on tiles the warp's rows do not see whole, mask
       // (element (n, e) holds key first_key + lane_column + 8n + e % 2, so the
       // visible interval is moved into those units once per tile and row).
-      if (tile_fully_visible(params.mask, warp_row, warp_row + Traits::kWarpRows, first_key, first_key + kBlockN, len_q, len_k)) {
-#pragma unroll
-        for (int n = 0; n < Traits::kScoreTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) scores[n][e] *= scale_log2;
-        }
-      } else {
-        int tile_begin[2], tile_end[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tile_begin[half] = visible_begin[half] - first_key - lane_column;
-          tile_end[half] = visible_end[half] - first_key - lane_column;
-        }
-#pragma unroll
-        for (int n = 0; n < Traits::kScoreTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = 8 * n + e % 2;
-            const bool visible = tile_begin[e / 2] <= key && key < tile_end[e / 2];
-            scores[n][e] = visible ? scores[n][e] * scale_log2 : kNegativeInfinity;
-          }
-        }
-      }
+      scale_and_mask_scores<Traits::kScoreTiles>(
+          [&](int n, int e) -> float& { return scores[n][e]; },
+          tile_fully_visible(params.mask, warp_row, warp_row + Traits::kWarpRows, first_key, first_key + kBlockN, len_q, len_k),
+          visible_begin, visible_end, first_key, lane_column, scale_log2);
       float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll
       for (int n = 0; n < Traits::kScoreTiles; ++n) {

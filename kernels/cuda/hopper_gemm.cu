@@ -38,6 +38,7 @@
 #include "kernels/cuda/hopper_primitives.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/matrix_descriptor.hpp"
+#include "kernels/cuda/sm90a_device.hpp"
 #include "kernels/cuda/tensor_map.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
 
@@ -203,27 +204,7 @@ void hopper_gemm(const void* a, const void* b, void* c, int m, int n, int k, boo
   }
 }
 
-bool hopper_gemm_runs_here(std::string& why) {
-#if defined(ATTNBENCH_CUDASIM)
-  (void)why;
-  return true;
-#else
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    why = "no CUDA device";
-    return false;
-  }
-  if (major != 9 || minor != 0) {
-    why = "the kernel is sm_90a code; this GPU has compute capability " + std::to_string(major) + "." +
-          std::to_string(minor);
-    return false;
-  }
-  return true;
-#endif
-}
+bool hopper_gemm_runs_here(std::string& why) { return sm90a_code_runs_here(why); }
 
 ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -105,6 +105,36 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
 #endif
 }
 
+// Pins registers for the compiler: no read or write of `values` moves across
+// this point. Applied to wgmma's accumulator and A registers after each issue
+// and each wgmma.wait_group (as CUTLASS's warpgroup_fence_operand does): the
+// wait's asm orders memory, not registers, so without it a read of finished
+// accumulators may be hoisted above the wait, and ptxas then serialises every
+// wgmma of the function (C7514). Nothing to do on the simulator, whose
+// instructions are calls.
+template <typename Register, int N>
+__device__ __forceinline__ void wgmma_fence_operand(Register (&values)[N]) {
+  static_assert(std::is_same_v<Register, float> || std::is_same_v<Register, std::uint32_t>, "fp32 or b32 registers");
+#if defined(ATTNBENCH_CUDASIM)
+  (void)values;
+#else
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if constexpr (std::is_same_v<Register, float>) {
+      asm volatile("" : "+f"(values[i])::"memory");
+    } else {
+      asm volatile("" : "+r"(values[i])::"memory");
+    }
+  }
+#endif
+}
+
+template <typename Register, int M, int N>
+__device__ __forceinline__ void wgmma_fence_operand(Register (&values)[M][N]) {
+#pragma unroll
+  for (int m = 0; m < M; ++m) wgmma_fence_operand(values[m]);
+}
+
 // ---- mbarrier ------------------------------------------------------------------------
 
 __device__ __forceinline__ void mbarrier_init(std::uint32_t barrier, std::uint32_t arrivals) {

@@ -1,0 +1,457 @@
+// The forward of cuda.flash.sm90: fused attention in the FlashAttention-3
+// structure on Hopper's instructions (TMA, mbarrier, wgmma, setmaxnreg).
+// O = dropout(softmax(τ·Q·Kᵀ + mask))·V and LSE, nothing N×N in memory.
+//
+// Tiling (Sm90Traits): one CTA per (query tile of 128 rows, head, batch), the
+// heaviest causal tile first; three warpgroups of 128 threads.
+//   - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 24); one
+//     elected thread of its first warp issues every TMA load: the CTA's Q tile
+//     once, then the K and V tiles of 128 keys the CTA's rows can see, through
+//     a pipeline of kStages stages. Tiles are stored as panels of 64 columns
+//     (128 bytes per row, 128-byte swizzle), head_dim / 64 panels per tile.
+//     Rows past the end of the tensor arrive as zeros (TMA's out-of-bound fill).
+//   - Warpgroups 1 and 2, the consumers, take registers (setmaxnreg.inc 240);
+//     each owns 64 query rows. Per key tile: S = Q·Kᵀ with wgmma m64n128k16
+//     (Q and K from K-major swizzled descriptors, head_dim / 16 steps, fp32
+//     accumulators), then, on the accumulator fragment in registers, the scale
+//     into base 2, the mask predicates (only on tiles that are not wholly
+//     visible to the warpgroup's rows), the online softmax (row maxima and sums
+//     over the quads, kernels/cuda/fragment_softmax.hpp), dropout per the
+//     Philox contract; then P is rounded to fp16/bf16 in registers as wgmma's A
+//     operand and O += P·V runs as wgmma m64n{head_dim}k16 in the RS form, V an
+//     MN-major operand (V is stored [key, dim]: dim, the N of this product, is
+//     the contiguous one) read through the descriptor's transpose.
+//   - Overlap inside a consumer (the `overlap` flag, on by default): S of tile
+//     j + 1 is issued before O += P(j)·V(j); wgmma.wait_group 1 then waits for
+//     S alone, and the softmax of tile j + 1 runs while P·V is in flight. Its
+//     rescale of O and the packing of P(j + 1) wait for wgmma.wait_group 0,
+//     since O and P(j) are that product's registers. Off, each tile's S,
+//     softmax and P·V run one after the other (same kernel instance). The
+//     loop runs every tile but the last, whose P·V follows it, so no wait sits
+//     behind a test of whether a next tile exists: ptxas then keeps the waits'
+//     counts (WARPGROUP.DEPBAR 1) instead of serialising every wgmma (C7514).
+//   - Epilogue, per consumer: O divided by the row sum once (times 1/(1-p)
+//     with dropout), written from registers with plain stores where the row
+//     lies inside the tensor; LSE in natural log. Rows with no visible key get
+//     zeros and LSE −∞.
+//
+// Synchronisation. mbarriers, all initialised by thread 0 before the
+// __syncthreads that precedes the roles' split:
+//   - q_full (1 arrival + the Q tile's bytes): the producer arrives with
+//     expect_tx and the TMA loads complete it; each consumer waits for phase 0.
+//   - k_full[s], v_full[s] (1 arrival + the tile's bytes each): the producer
+//     arms them for the u-th use of stage s, the consumers wait for parity
+//     (u & 1), k_full before S, v_full before P·V; K and V of a stage are
+//     separate so S can start before V has landed.
+//   - empty[s] (one arrival per consumer warpgroup): thread 0 of a consumer
+//     arrives once its wgmma.wait_group 0 has covered both products reading
+//     the stage; the producer waits for parity (u & 1) ^ 1 before refilling
+//     (its first use waits for the phase before phase 0, already complete).
+// Every consumer waits and arrives on every stage of the CTA's key range, so
+// the two stay in step with the producer even where one has no visible key.
+//
+// Not yet in this kernel: the ping-pong between the consumer warpgroups (named
+// barriers ordering their GEMMs), the stmatrix + TMA store epilogue, tiles per
+// head dim beyond one 128 x 128 shape (FA3's 128 x 176, 192 x 128), head dim
+// 256, the backward.
+#include "kernels/cuda/flash_sm90_forward.hpp"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "harness/cuda/cuda_check.hpp"
+#include "kernels/common/online_softmax.hpp"
+#include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/fragment_softmax.hpp"
+#include "kernels/cuda/hopper_primitives.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
+#include "kernels/cuda/matrix_descriptor.hpp"
+#include "kernels/cuda/tensor_map.hpp"
+#include "kernels/cuda/warp_primitives.hpp"
+
+namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
+namespace {
+
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+// Tile shape and budgets per head dim (64 or 128), 16-bit elements.
+//   Registers per consumer thread: S is 64 × 128 fp32 over 128 threads = 64,
+//   P as packed pairs 32, O 64 × head_dim fp32 = head_dim / 2 (64 at d128):
+//   160 at d128 under the 240 setmaxnreg gives, the rest for addresses,
+//   row state and dropout (with 232, the d128 dropout instance spills once
+//   both loop forms share the function). 24 (producer) × 128 + 240 × 256 =
+//   64512 of the SM's 65536 registers.
+//   Shared memory at d128: Q 32 KiB + 2 stages × (K 32 KiB + V 32 KiB) =
+//   160 KiB of the 227 KiB a CTA may have; d64 half of it.
+template <int kHeadDim>
+struct Sm90Traits {
+  static constexpr int kBlockM = 128, kBlockN = 128;
+  static constexpr int kConsumers = kBlockM / 64;  // warpgroups of 64 rows each
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kStages = 2;
+  static constexpr int kPanels = kHeadDim / 64;  // 64-column panels of 128-byte rows
+  static constexpr int kRowBytes = 128;
+  static constexpr int kQPanelBytes = kBlockM * kRowBytes;
+  static constexpr int kKeyPanelBytes = kBlockN * kRowBytes;
+  static constexpr int kQBytes = kPanels * kQPanelBytes;
+  static constexpr int kKeyTileBytes = kPanels * kKeyPanelBytes;  // one K or V tile
+  static constexpr int kKOffset = kQBytes;
+  static constexpr int kVOffset = kKOffset + kStages * kKeyTileBytes;
+  static constexpr int kBarrierOffset = kVOffset + kStages * kKeyTileBytes;
+  static constexpr int kBarriers = 1 + 3 * kStages;
+  static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024 /* alignment of the base */;
+  static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(kSharedBytes <= 227 * 1024, "a CTA has at most 227 KiB of shared memory");
+  static_assert(kQPanelBytes % 1024 == 0 && kKeyPanelBytes % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+};
+
+// A K-major operand (Q as A of Q·Kᵀ, K as its B) in panels of 128-byte rows:
+// the k16 step `step` of the head dim is 32 bytes into panel step / 4; 8-row
+// groups are 1024 bytes apart.
+__device__ __forceinline__ std::uint64_t k_major_descriptor(std::uint32_t tile, int panel_bytes, int first_row,
+                                                            int step) {
+  const auto start = tile + static_cast<std::uint32_t>(step / 4 * panel_bytes + first_row * 128 + 32 * (step % 4));
+  return make_matrix_descriptor(start, 16, 1024, MatrixSwizzle::bytes128);
+}
+
+// V as the MN-major B operand of P·V for keys 16·step …: element (dim n, key k)
+// at (n % 64)·2 + (n / 64)·panel (the leading offset) + (k % 8)·128 + (k / 8)·1024
+// (the stride offset), from the step's first key row.
+__device__ __forceinline__ std::uint64_t v_descriptor(std::uint32_t tile, int panel_bytes, int step) {
+  return make_matrix_descriptor(tile + static_cast<std::uint32_t>(step * 16 * 128), static_cast<std::uint32_t>(panel_bytes),
+                                1024, MatrixSwizzle::bytes128);
+}
+
+template <typename Element, int kHeadDim, bool kDropout>
+__global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
+    flash_sm90_forward_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, AttentionParams params,
+                              Element* __restrict__ o, float* __restrict__ lse, float scale_log2, bool overlap) {
+  using T = Sm90Traits<kHeadDim>;
+  const std::uint32_t window = shared_address(dynamic_shared_memory());
+  const std::uint32_t base = (window + 1023) / 1024 * 1024;
+  const std::uint32_t q_tile = base;
+  const auto k_tile = [&](int s) { return base + static_cast<std::uint32_t>(T::kKOffset + s * T::kKeyTileBytes); };
+  const auto v_tile = [&](int s) { return base + static_cast<std::uint32_t>(T::kVOffset + s * T::kKeyTileBytes); };
+  const std::uint32_t q_full = base + T::kBarrierOffset;
+  const auto k_full = [&](int s) { return q_full + 8u * static_cast<std::uint32_t>(1 + s); };
+  const auto v_full = [&](int s) { return k_full(s) + 8u * T::kStages; };
+  const auto empty = [&](int s) { return v_full(s) + 8u * T::kStages; };
+
+  const int query_tile = flash_query_tile_of_block(static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+  const auto head = static_cast<int>(blockIdx.y);
+  const auto batch = static_cast<int>(blockIdx.z);
+  const auto kv_head = static_cast<int>(params.kv_head_of(head));
+  const auto len_q = static_cast<int>(params.length_q(batch));
+  const auto len_k = static_cast<int>(params.length_k(batch));
+  const int cta_row = query_tile * T::kBlockM;
+  const KeyTileRange tiles = flash_key_tiles(params.mask, cta_row, cta_row + T::kBlockM, len_q, len_k, T::kBlockN);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(q_full, 1);
+    for (int s = 0; s < T::kStages; ++s) {
+      mbarrier_init(k_full(s), 1);
+      mbarrier_init(v_full(s), 1);
+      mbarrier_init(empty(s), T::kConsumers);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<T::kProducerRegisters>();
+    if (threadIdx.x < 32 && elect_one_sync() && !tiles.empty()) {
+      mbarrier_arrive_expect_tx(q_full, T::kQBytes);
+      for (int panel = 0; panel < T::kPanels; ++panel) {
+        tma_load(q_tile + panel * T::kQPanelBytes, &q_map, q_full, 64 * panel, cta_row, head, batch);
+      }
+      for (int tile = tiles.first; tile < tiles.end; ++tile) {
+        const int use = tile - tiles.first, s = use % T::kStages;
+        mbarrier_wait_parity(empty(s), (static_cast<std::uint32_t>(use / T::kStages) & 1u) ^ 1u);
+        mbarrier_arrive_expect_tx(k_full(s), T::kKeyTileBytes);
+        for (int panel = 0; panel < T::kPanels; ++panel) {
+          tma_load(k_tile(s) + panel * T::kKeyPanelBytes, &k_map, k_full(s), 64 * panel, tile * T::kBlockN, kv_head,
+                   batch);
+        }
+        mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);
+        for (int panel = 0; panel < T::kPanels; ++panel) {
+          tma_load(v_tile(s) + panel * T::kKeyPanelBytes, &v_map, v_full(s), 64 * panel, tile * T::kBlockN, kv_head,
+                   batch);
+        }
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<T::kConsumerRegisters>();
+  const int consumer = warpgroup - 1;
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+  const int warp = thread / 32, lane = thread % 32;
+  const int consumer_row = cta_row + 64 * consumer;
+  const int row0 = consumer_row + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
+  const int lane_column = 2 * (lane % 4);                // its first key in each 8-key group
+  int visible_begin[2], visible_end[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const KeyRange keys = visible_keys(params.mask, row0 + 8 * half, len_q, len_k);
+    visible_begin[half] = static_cast<int>(keys.begin);
+    visible_end[half] = static_cast<int>(keys.end);
+  }
+
+  // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
+  // 16·warp + lane / 4 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane % 4) + (i & 1).
+  float output[kHeadDim / 2];  // (64, head_dim) per consumer
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) output[i] = 0.0f;
+  float scores[T::kBlockN / 2];  // (64, block_n)
+  std::uint32_t p[T::kBlockN / 16][4];  // P(j) as wgmma A fragments, one per 16 keys
+  SoftmaxRowState<float> state[2];
+
+  // S = Q·Kᵀ of a tile for the warpgroup's 64 rows, issued and committed as one group.
+  const auto issue_scores = [&](int tile) {
+    const int use = tile - tiles.first, s = use % T::kStages;
+    mbarrier_wait_parity(k_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
+    wgmma_fence_operand(scores);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < kHeadDim / 16; ++step) {
+      wgmma_ss<T::kBlockN, Element>(scores, k_major_descriptor(q_tile, T::kQPanelBytes, 64 * consumer, step),
+                                    k_major_descriptor(k_tile(s), T::kKeyPanelBytes, 0, step), step > 0);
+    }
+    wgmma_commit_group();
+    wgmma_fence_operand(scores);
+  };
+  // wgmma.wait_group, then the registers of the products it covers are pinned after it.
+  const auto wait_for_scores = [&] {  // all but the last group (P·V)
+    wgmma_wait_group<1>();
+    wgmma_fence_operand(scores);
+  };
+  const auto wait_for_all = [&] {
+    wgmma_wait_group<0>();
+    wgmma_fence_operand(scores);
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+  };
+
+  // The softmax of a tile's finished S, in place: scale into base 2, mask where the
+  // warpgroup's rows do not see the whole tile, new row maxima, P = exp2(S - m),
+  // row sums, dropout. Returns through `factor` the rescale O needs, which the
+  // caller applies once no P·V product is in flight on O.
+  const auto softmax = [&](int tile, float (&factor)[2]) {
+    const int first_key = tile * T::kBlockN;
+    scale_and_mask_scores<T::kBlockN / 8>(
+        [&](int n, int e) -> float& { return scores[4 * n + e]; },
+        tile_fully_visible(params.mask, consumer_row, consumer_row + 64, first_key, first_key + T::kBlockN, len_q,
+                           len_k),
+        visible_begin, visible_end, first_key, lane_column, scale_log2);
+    float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
+#pragma unroll
+    for (int i = 0; i < T::kBlockN / 2; ++i) tile_max[(i >> 1) & 1] = fmaxf(tile_max[(i >> 1) & 1], scores[i]);
+    float reference[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      factor[half] = online_softmax_advance<float, FastExp2>(state[half], quad_max(tile_max[half]));
+      reference[half] = exp_reference(state[half].max);
+    }
+#pragma unroll
+    for (int i = 0; i < T::kBlockN / 2; ++i) {
+      const int half = (i >> 1) & 1;
+      scores[i] = FastExp2::exp(scores[i] - reference[half]);
+      state[half].sum += scores[i];
+    }
+    if constexpr (kDropout) {
+      // The keep bits of the tile first (a rolled loop keeps Philox's registers
+      // out of the unrolled score code), then the zeros.
+      static_assert(T::kBlockN / 2 <= 64, "one keep bit per score element of the thread");
+      std::uint64_t keep = 0;
+#pragma unroll 1
+      for (int group = 0; group < T::kBlockN / 8; ++group) {
+        keep |= std::uint64_t{dropout_keep_bits(params.dropout, static_cast<std::uint32_t>(batch),
+                                                static_cast<std::uint32_t>(head), row0, first_key + 8 * group, lane)}
+                << (4 * group);
+      }
+#pragma unroll
+      for (int i = 0; i < T::kBlockN / 2; ++i) {
+        if (!((keep >> i) & 1u)) scores[i] = 0.0f;
+      }
+    }
+  };
+
+  // O *= factor, then P as the A operand: register r of key step t holds
+  // accumulator elements 8t + 2r and 8t + 2r + 1 of S.
+  const auto rescale_and_pack = [&](const float (&factor)[2]) {
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) output[i] *= factor[(i >> 1) & 1];
+#pragma unroll
+    for (int step = 0; step < T::kBlockN / 16; ++step) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p[step][r] = pack_pair<Element>(scores[8 * step + 2 * r], scores[8 * step + 2 * r + 1]);
+    }
+  };
+
+  // O += P(tile)·V(tile), issued and committed as one group.
+  const auto issue_output = [&](int tile) {
+    const int use = tile - tiles.first, s = use % T::kStages;
+    mbarrier_wait_parity(v_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < T::kBlockN / 16; ++step) {
+      wgmma_rs<kHeadDim, Element, Major::mn>(output, p[step], v_descriptor(v_tile(s), T::kKeyPanelBytes, step), true);
+    }
+    wgmma_commit_group();
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+  };
+  // The key loop. With `overlap`, S of tile j + 1 is issued before O += P(j)·V(j)
+  // and its softmax runs while that product is in flight (wgmma.wait_group 1);
+  // without, each tile's S, softmax and P·V run one after the other.
+  if (!tiles.empty()) {
+    mbarrier_wait_parity(q_full, 0);
+    float factor[2];
+    issue_scores(tiles.first);
+    wait_for_all();
+    softmax(tiles.first, factor);
+    rescale_and_pack(factor);
+  }
+  // Every tile but the last has a next one (the loop holds no test for it, so
+  // each wgmma.wait_group sees one known set of groups in flight); the last
+  // tile's P·V follows the loop.
+  for (int tile = tiles.first; tile + 1 < tiles.end; ++tile) {
+    float factor[2];
+    if (overlap) {
+      issue_scores(tile + 1);  // fences the writes of O and P above
+      issue_output(tile);
+      wait_for_scores();  // S(j + 1) is done; P(j)·V(j) may still run
+      softmax(tile + 1, factor);
+      wait_for_all();
+    } else {
+      issue_output(tile);
+      wait_for_all();
+      issue_scores(tile + 1);
+      wait_for_all();
+      softmax(tile + 1, factor);
+    }
+    if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));  // both products reading it are done
+    rescale_and_pack(factor);
+  }
+  if (!tiles.empty()) {
+    issue_output(tiles.end - 1);
+    wait_for_all();
+    if (thread == 0) mbarrier_arrive(empty((tiles.end - 1 - tiles.first) % T::kStages));
+  }
+
+  // Epilogue: O = output · keep_scale / l (zeros for a row without keys), LSE.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + 8 * half;
+    state[half].sum = quad_sum(state[half].sum);
+    const float keep_scale = kDropout ? params.dropout.keep_scale : 1.0f;
+    const float normalizer = state[half].sum > 0.0f ? keep_scale / state[half].sum : 0.0f;
+    if (row >= params.seqlen_q) continue;
+    Element* const o_row = o + params.q_offset(batch, row, head);
+#pragma unroll
+    for (int i = 2 * half; i < kHeadDim / 2; i += 4) {
+      const int column = 8 * (i >> 2) + lane_column;
+      *reinterpret_cast<typename ElementPair<Element>::type*>(o_row + column) =
+          ElementPair<Element>::make(output[i] * normalizer, output[i + 1] * normalizer);
+    }
+    if (lane % 4 == 0) {
+      lse[(static_cast<std::int64_t>(batch) * params.heads + head) * params.seqlen_q + row] =
+          online_softmax_lse<float, FastExp2>(state[half]) * 0.6931471805599453f;  // log2 to natural log
+    }
+  }
+}
+
+// Q, K or V as a 4-d tensor map (dim, sequence, head, batch) read in boxes of
+// 64 columns (one 128-byte swizzle span) by `rows` rows.
+CUtensorMap attention_map(const void* data, const TensorStrides& strides, std::int64_t seqlen, std::int64_t heads,
+                          std::int64_t batch, std::int64_t head_dim, std::uint32_t rows, bool bf16, const char* what) {
+  TensorMapShape shape;
+  shape.rank = 4;
+  shape.dims[0] = static_cast<std::uint64_t>(head_dim);
+  shape.dims[1] = static_cast<std::uint64_t>(seqlen);
+  shape.dims[2] = static_cast<std::uint64_t>(heads);
+  shape.dims[3] = static_cast<std::uint64_t>(batch);
+  shape.byte_strides[0] = 2 * static_cast<std::uint64_t>(strides.seq);
+  shape.byte_strides[1] = 2 * static_cast<std::uint64_t>(strides.head);
+  shape.byte_strides[2] = 2 * static_cast<std::uint64_t>(strides.batch);
+  shape.box[0] = 64;
+  shape.box[1] = rows;
+  return make_tensor_map(bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, data, shape,
+                         CU_TENSOR_MAP_SWIZZLE_128B, what);
+}
+
+template <typename Element, int kHeadDim, bool kDropout>
+void launch(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap, cudaStream_t stream) {
+  using T = Sm90Traits<kHeadDim>;
+  constexpr bool kBf16 = std::is_same_v<Element, __nv_bfloat16>;
+  const CUtensorMap q_map = attention_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads,
+                                          params.batch, kHeadDim, T::kBlockM, kBf16, "Q");
+  const CUtensorMap k_map = attention_map(buffers.k.data, params.kv_strides, params.seqlen_k, params.kv_heads,
+                                          params.batch, kHeadDim, T::kBlockN, kBf16, "K");
+  const CUtensorMap v_map = attention_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads,
+                                          params.batch, kHeadDim, T::kBlockN, kBf16, "V");
+  auto* const kernel = &flash_sm90_forward_kernel<Element, kHeadDim, kDropout>;
+  static const bool shared_limit_raised = [kernel] {
+    ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
+    return true;
+  }();
+  (void)shared_limit_raised;
+  const dim3 grid(static_cast<unsigned>((params.seqlen_q + T::kBlockM - 1) / T::kBlockM),
+                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
+  const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
+  launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, q_map, k_map, v_map, params,
+                static_cast<Element*>(buffers.out.data), static_cast<float*>(buffers.lse.data), scale_log2, overlap);
+  ATTNBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Element, int kHeadDim>
+void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
+                        cudaStream_t stream) {
+  if (params.dropout.enabled) {
+    launch<Element, kHeadDim, true>(params, buffers, overlap, stream);
+  } else {
+    launch<Element, kHeadDim, false>(params, buffers, overlap, stream);
+  }
+}
+
+template <typename Element>
+void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
+                         cudaStream_t stream) {
+  if (params.head_dim == 64) {
+    launch_for_dropout<Element, 64>(params, buffers, overlap, stream);
+  } else {
+    launch_for_dropout<Element, 128>(params, buffers, overlap, stream);
+  }
+}
+
+template <int kHeadDim>
+FlashSm90Shape shape_of() {
+  using T = Sm90Traits<kHeadDim>;
+  return FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes};
+}
+
+}  // namespace
+
+FlashSm90Shape flash_sm90_shape(int head_dim) { return head_dim == 64 ? shape_of<64>() : shape_of<128>(); }
+
+void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
+                               bool overlap, cudaStream_t stream) {
+  if (dtype == InputDType::fp16) {
+    launch_for_head_dim<__half>(params, buffers, overlap, stream);
+  } else {
+    launch_for_head_dim<__nv_bfloat16>(params, buffers, overlap, stream);
+  }
+}
+
+ATTNBENCH_CUDA_BUILD_END
+}  // namespace attnbench

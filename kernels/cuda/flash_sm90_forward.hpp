@@ -1,0 +1,38 @@
+// The forward of cuda.flash.sm90 (kernels/cuda/flash_sm90_forward.cu): O and
+// LSE from Q, K and V with Hopper's TMA, mbarriers and wgmma, warp-specialised.
+// Compiled for sm_90a only on the GPU, and for the simulator (docs/cudasim.md).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "harness/implementation.hpp"
+#include "harness/scenario/problem.hpp"
+#include "kernels/cuda/attention_params.hpp"
+#include "kernels/cuda/cuda_build.hpp"
+
+namespace attnbench {
+ATTNBENCH_CUDA_BUILD_BEGIN
+
+// The tile shape the kernel uses for `head_dim` (64 or 128), for the
+// implementation's configuration record and traffic model.
+struct FlashSm90Shape {
+  int block_m;          // query rows per CTA: 64 per consumer warpgroup
+  int block_n;          // keys per K/V tile
+  int consumers;        // consumer warpgroups (one producer warpgroup beside them)
+  int stages;           // K/V tiles in flight
+  int shared_bytes;     // dynamic shared memory per CTA
+};
+FlashSm90Shape flash_sm90_shape(int head_dim);
+
+// Writes buffers.out and buffers.lse for head_dim 64 or 128, fp16 or bf16,
+// every mask, padding, grouped heads, dropout and both layouts; `params` from
+// make_attention_params (lengths uploaded when padded). `overlap` runs each
+// tile's softmax while the previous tile's P·V is in flight (the kernel's
+// default); false runs them one after the other, the same kernel instance,
+// for measuring what the overlap is worth. One kernel launch on `stream`.
+// Throws DeviceError when the driver refuses a tensor map.
+void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
+                               bool overlap, cudaStream_t stream);
+
+ATTNBENCH_CUDA_BUILD_END
+}  // namespace attnbench

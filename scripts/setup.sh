@@ -77,3 +77,15 @@ else
     fi
   fi
 fi
+
+# cuobjdump and nvdisasm, for the SASS structure check of the Hopper kernel
+# (scripts/check_sm90_sass.py): the CUDA toolkit here ships without them, and
+# NVIDIA publishes them as Python packages. Without them that one test skips,
+# saying why; a failed download does not stop the set-up.
+has_pip_cuobjdump='import glob, sys, nvidia; sys.exit(not any(glob.glob(p + "/cu*/bin/cuobjdump") for p in nvidia.__path__))'
+if [[ -n "$python" && $(readlink -f "$python") != /usr/bin/* ]] && ! command -v cuobjdump > /dev/null &&
+    [[ ! -x /usr/local/cuda/bin/cuobjdump ]] && ! "$python" -c "$has_pip_cuobjdump" 2> /dev/null; then
+  echo "setup: installing cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)"
+  "$python" -m pip install --quiet "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" ||
+    echo "setup: could not install them; the SASS structure check (sm90_sass_structure) will skip"
+fi

@@ -77,14 +77,8 @@ __global__ void __launch_bounds__(FlashTraits<kHeadDim>::kThreads)
   const int row0 = warp_row + lane / 4;  // this lane's rows: row0 and row0 + 8
   const KeyTileRange cta_tiles = flash_key_tiles(params.mask, cta_row, cta_row + kBlockM, len_q, len_k, kBlockN);
   const KeyTileRange warp_tiles = flash_key_tiles(params.mask, warp_row, warp_row + Traits::kWarpRows, len_q, len_k, kBlockN);
-  // The visible keys of the lane's two rows, as int (sequence lengths are below 2^24).
   int visible_begin[2], visible_end[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const KeyRange keys = visible_keys(params.mask, row0 + 8 * half, len_q, len_k);
-    visible_begin[half] = static_cast<int>(keys.begin);
-    visible_end[half] = static_cast<int>(keys.end);
-  }
+  fragment_visible_keys(params.mask, row0, len_q, len_k, visible_begin, visible_end);
   const int lane_column = mma_c_position(lane, 0).column;  // the lane's first key in an 8-key fragment
 
   const std::int64_t q_row_stride = params.q_strides.seq;

@@ -198,12 +198,7 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   const int row0 = consumer_row + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
   const int lane_column = 2 * (lane % 4);                // its first key in each 8-key group
   int visible_begin[2], visible_end[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const KeyRange keys = visible_keys(params.mask, row0 + 8 * half, len_q, len_k);
-    visible_begin[half] = static_cast<int>(keys.begin);
-    visible_end[half] = static_cast<int>(keys.end);
-  }
+  fragment_visible_keys(params.mask, row0, len_q, len_k, visible_begin, visible_end);
 
   // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
   // 16·warp + lane / 4 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane % 4) + (i & 1).

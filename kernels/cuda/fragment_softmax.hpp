@@ -20,6 +20,18 @@ ATTNBENCH_CUDA_BUILD_BEGIN
 
 inline constexpr unsigned kQuadFullWarp = 0xffffffffu;
 
+// The visible keys [begin[h], end[h]) of a C fragment's two rows, row0 and
+// row0 + 8 (h = 0, 1), as int: sequence lengths are below 2^24.
+__device__ __forceinline__ void fragment_visible_keys(const MaskSpec& mask, int row0, int len_q, int len_k,
+                                                      int (&begin)[2], int (&end)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const KeyRange keys = visible_keys(mask, row0 + 8 * half, len_q, len_k);
+    begin[half] = static_cast<int>(keys.begin);
+    end[half] = static_cast<int>(keys.end);
+  }
+}
+
 // Scales a tile's scores into base-2 units (τ·log2(e)) and, unless the tile is
 // `whole` (every key visible to every row the caller holds), sets the scores of
 // invisible keys to -inf. The tile is kGroups 8-key C fragments starting at

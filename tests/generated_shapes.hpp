@@ -49,6 +49,7 @@
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "tests/mask_edges.hpp"
 
 namespace attnbench::test {
@@ -81,6 +82,7 @@ inline const std::vector<KernelUnderTest>& kernels_under_test() {
       {"flash_forward", true, true, tiling_of<FlashTraits<64>>(), tiling_of<FlashTraits<128>>()},
       {"flash_backward", false, true, tiling_of<BackwardTraits<64>>(), tiling_of<BackwardTraits<128>>()},
       {"flash_simple", true, false, tiling_of<flash_simple::Traits>(), tiling_of<flash_simple::Traits>()},
+      {"flash_sm90_forward", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
       {"softmax_rows", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
   };
   return kernels;

@@ -2,7 +2,9 @@
 // on the CPU against the definitions it must agree with: ldmatrix and mma.sync
 // fragment layouts from the PTX ISA, the swizzle and its step form, the tile
 // copies, the key tiles a block of rows visits against the mask predicate, and
-// the dropout words each lane ends up with against the contract.
+// the dropout words each lane ends up with against the contract; and the mask
+// arithmetic of cuda.flash.sm90's tiling (kernels/cuda/flash_sm90_geometry.hpp)
+// against the mask predicate.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -16,6 +18,7 @@
 #include "kernels/common/mask.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "tests/mask_edges.hpp"
 #include "tests/mask_kinds.hpp"
 
@@ -315,6 +318,56 @@ TEST(FlashGeometry, EveryCtaAndWarpVisitsExactlyTheKeyTilesWithVisibleKeysAtEver
   expect_forward_tiles_at_every_edge_position<FlashTraits<64>>();
   if (test::tiling_of<FlashTraits<128>>() != test::tiling_of<FlashTraits<64>>()) {
     expect_forward_tiles_at_every_edge_position<FlashTraits<128>>();
+  }
+}
+
+// cuda.flash.sm90 at every edge position of its tiling, exhaustively: each CTA
+// (kBlockM rows) visits exactly the key tiles from the first to the last that
+// hold a key one of its rows sees, by is_visible() over every element (its two
+// consumers follow the CTA's range), and a consumer warpgroup (kConsumerRows
+// rows) skips the per-element predicates exactly on the tiles whose every
+// element is visible to its rows.
+template <typename Traits>
+void expect_sm90_tiles_at_every_edge_position() {
+  const test::Tiling tiling = test::tiling_of<Traits>();
+  test::FailureLog log;
+  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
+                                            int query_tiles, int key_tiles) {
+    for (int cta = 0; cta < query_tiles; ++cta) {
+      const std::int64_t cta_row = std::int64_t{cta} * Traits::kBlockM;
+      const KeyTileRange range =
+          flash_key_tiles(c.mask, cta_row, cta_row + Traits::kBlockM, c.len_q, c.len_k, Traits::kBlockN);
+      const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
+        return grid.any(cta_row, cta_row + Traits::kBlockM, std::int64_t{tile} * Traits::kBlockN,
+                        std::int64_t{tile + 1} * Traits::kBlockN);
+      });
+      if (!expected.is(range.first, range.end) && log.add()) {
+        ADD_FAILURE() << "CTA rows from " << cta_row << " of " << c.describe() << ": visits key tiles ["
+                      << range.first << ", " << range.end << "), the tiles with a visible key are [" << expected.first
+                      << ", " << expected.end << ")";
+      }
+      for (int consumer = 0; consumer < Traits::kConsumers; ++consumer) {
+        const std::int64_t row = cta_row + std::int64_t{consumer} * Traits::kConsumerRows;
+        for (int tile = 0; tile < key_tiles; ++tile) {
+          const std::int64_t first_key = std::int64_t{tile} * Traits::kBlockN;
+          const bool full = tile_fully_visible(c.mask, row, row + Traits::kConsumerRows, first_key,
+                                               first_key + Traits::kBlockN, c.len_q, c.len_k);
+          if (full != grid.all(row, row + Traits::kConsumerRows, first_key, first_key + Traits::kBlockN) &&
+              log.add()) {
+            ADD_FAILURE() << "consumer rows from " << row << ", key tile " << tile << " of " << c.describe()
+                          << ": tile_fully_visible says " << full;
+          }
+        }
+      }
+    }
+  });
+  EXPECT_EQ(log.failures(), 0);
+}
+
+TEST(FlashSm90Geometry, EveryCtaAndConsumerBoundsItsKeyTilesExactlyAtEveryEdgePosition) {
+  expect_sm90_tiles_at_every_edge_position<Sm90Traits<64>>();
+  if (test::tiling_of<Sm90Traits<128>>() != test::tiling_of<Sm90Traits<64>>()) {
+    expect_sm90_tiles_at_every_edge_position<Sm90Traits<128>>();
   }
 }
 

@@ -2,8 +2,9 @@
 // structure on Hopper's instructions (TMA, mbarrier, wgmma, setmaxnreg).
 // O = dropout(softmax(τ·Q·Kᵀ + mask))·V and LSE, nothing N×N in memory.
 //
-// Tiling (Sm90Traits): one CTA per (query tile of 128 rows, head, batch), the
-// heaviest causal tile first; three warpgroups of 128 threads.
+// Tiling (Sm90Traits, kernels/cuda/flash_sm90_geometry.hpp): one CTA per
+// (query tile of 128 rows, head, batch), the heaviest causal tile first;
+// three warpgroups of 128 threads.
 //   - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 24); one
 //     elected thread of its first warp issues every TMA load: the CTA's Q tile
 //     once, then the K and V tiles of 128 keys the CTA's rows can see, through
@@ -66,6 +67,7 @@
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/common/online_softmax.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/fragment_softmax.hpp"
 #include "kernels/cuda/hopper_primitives.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
@@ -78,38 +80,6 @@ ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
-
-// Tile shape and budgets per head dim (64 or 128), 16-bit elements.
-//   Registers per consumer thread: S is 64 × 128 fp32 over 128 threads = 64,
-//   P as packed pairs 32, O 64 × head_dim fp32 = head_dim / 2 (64 at d128):
-//   160 at d128 under the 240 setmaxnreg gives, the rest for addresses,
-//   row state and dropout (with 232, the d128 dropout instance spills once
-//   both loop forms share the function). 24 (producer) × 128 + 240 × 256 =
-//   64512 of the SM's 65536 registers.
-//   Shared memory at d128: Q 32 KiB + 2 stages × (K 32 KiB + V 32 KiB) =
-//   160 KiB of the 227 KiB a CTA may have; d64 half of it.
-template <int kHeadDim>
-struct Sm90Traits {
-  static constexpr int kBlockM = 128, kBlockN = 128;
-  static constexpr int kConsumers = kBlockM / 64;  // warpgroups of 64 rows each
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kStages = 2;
-  static constexpr int kPanels = kHeadDim / 64;  // 64-column panels of 128-byte rows
-  static constexpr int kRowBytes = 128;
-  static constexpr int kQPanelBytes = kBlockM * kRowBytes;
-  static constexpr int kKeyPanelBytes = kBlockN * kRowBytes;
-  static constexpr int kQBytes = kPanels * kQPanelBytes;
-  static constexpr int kKeyTileBytes = kPanels * kKeyPanelBytes;  // one K or V tile
-  static constexpr int kKOffset = kQBytes;
-  static constexpr int kVOffset = kKOffset + kStages * kKeyTileBytes;
-  static constexpr int kBarrierOffset = kVOffset + kStages * kKeyTileBytes;
-  static constexpr int kBarriers = 1 + 3 * kStages;
-  static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024 /* alignment of the base */;
-  static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
-  static_assert(kSharedBytes <= 227 * 1024, "a CTA has at most 227 KiB of shared memory");
-  static_assert(kQPanelBytes % 1024 == 0 && kKeyPanelBytes % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
-};
 
 // A K-major operand (Q as A of Q·Kᵀ, K as its B) in panels of 128-byte rows:
 // the k16 step `step` of the head dim is 32 bytes into panel step / 4; 8-row
@@ -194,7 +164,7 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   const int consumer = warpgroup - 1;
   const int thread = static_cast<int>(threadIdx.x) % 128;
   const int warp = thread / 32, lane = thread % 32;
-  const int consumer_row = cta_row + 64 * consumer;
+  const int consumer_row = cta_row + T::kConsumerRows * consumer;
   const int row0 = consumer_row + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
   const int lane_column = 2 * (lane % 4);                // its first key in each 8-key group
   int visible_begin[2], visible_end[2];
@@ -217,7 +187,8 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < kHeadDim / 16; ++step) {
-      wgmma_ss<T::kBlockN, Element>(scores, k_major_descriptor(q_tile, T::kQPanelBytes, 64 * consumer, step),
+      wgmma_ss<T::kBlockN, Element>(scores,
+                                    k_major_descriptor(q_tile, T::kQPanelBytes, T::kConsumerRows * consumer, step),
                                     k_major_descriptor(k_tile(s), T::kKeyPanelBytes, 0, step), step > 0);
     }
     wgmma_commit_group();
@@ -243,8 +214,8 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     const int first_key = tile * T::kBlockN;
     scale_and_mask_scores<T::kBlockN / 8>(
         [&](int n, int e) -> float& { return scores[4 * n + e]; },
-        tile_fully_visible(params.mask, consumer_row, consumer_row + 64, first_key, first_key + T::kBlockN, len_q,
-                           len_k),
+        tile_fully_visible(params.mask, consumer_row, consumer_row + T::kConsumerRows, first_key,
+                           first_key + T::kBlockN, len_q, len_k),
         visible_begin, visible_end, first_key, lane_column, scale_log2);
     float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll

@@ -448,9 +448,9 @@ class CpuFlash final : public Implementation {
     tiling.output = tiling.accumulator = 4;
     // Its on-chip set (fp32): K, V, dK, dV tiles and, for each of the query tiles
     // it processes together, Q, O, dO, dQ and update tiles, three score tiles
-    // and nine row vectors.
+    // and nine row vectors, one of them fp64 (the exponentials' shifts).
     const std::int64_t rows = kQueryTilesPerStep * shape.block_q;
-    tiling.shared_bytes = 4 * (p.head_dim * (5 * rows + 4 * shape.block_k) + 3 * rows * shape.block_k + 9 * rows);
+    tiling.shared_bytes = 4 * (p.head_dim * (5 * rows + 4 * shape.block_k) + 3 * rows * shape.block_k + 10 * rows);
     return fused_traffic(p, tiling);
   }
   std::string_view accuracy_baseline() const override { return "cpu.standard"; }

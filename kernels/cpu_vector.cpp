@@ -112,8 +112,9 @@ void exp_scaled(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (std::int64_t c = 0; c < cols; ++c) {
-      row[c] = exponential(scale * static_cast<double>(row[c]) - shift);
-      sum += static_cast<double>(row[c]);
+      const double e = exponential_unrounded(scale * static_cast<double>(row[c]) - shift);
+      row[c] = static_cast<float>(e);
+      sum += e;
     }
     if (sums != nullptr) sums[r] = static_cast<float>(sum);
   }

@@ -21,13 +21,14 @@
 
 namespace attnbench::cpu_vector {
 
-// e^x in fp32 for an fp64 x, within 0.51 ulp of the exact value over the whole
-// float range (subnormal results included, as glibc's expf; e^-inf = 0,
-// overflow gives +inf): x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a
-// degree-7 polynomial (its coefficients fitted for this, relative error
-// 5e-11), and 2^n from the exponent bits, all in fp64, rounded to fp32 once.
-// Written without branches or calls so that a loop of it vectorizes.
-inline float exponential(double x) {
+// e^x for an fp64 x, in fp64, meant to be rounded to fp32 once: so rounded it
+// is within 0.51 ulp of the exact value over the whole float range (subnormal
+// results included, as glibc's expf; e^-inf = 0, overflow gives +inf):
+// x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a degree-7 polynomial (its
+// coefficients fitted for this, relative error 5e-11), and 2^n from the
+// exponent bits. Written without branches or calls so that a loop of it
+// vectorizes.
+inline double exponential_unrounded(double x) {
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2 = 0.6931471805599453;
   constexpr double kRoundingShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
@@ -47,7 +48,7 @@ inline float exponential(double x) {
   // 2^n: n + 1023 in the exponent field (the integer n sits in the low bits of `shifted`).
   const std::uint64_t exponent =
       (std::bit_cast<std::uint64_t>(shifted) - std::bit_cast<std::uint64_t>(kRoundingShift) + 1023u) << 52;
-  return static_cast<float>(e_r * std::bit_cast<double>(exponent));
+  return e_r * std::bit_cast<double>(exponent);
 }
 
 // Each function works on `rows` rows of `cols` elements, row r starting at
@@ -55,8 +56,9 @@ inline float exponential(double x) {
 
 // x[r][c] = e^(scale x[r][c] - shifts[r]), the exponent formed in fp64 so that
 // the result is rounded once (the scale of the softmax applied here rather than
-// to the scores spares them a rounding); sums[r] = the sum of row r's results,
-// accumulated in fp64 (sums may be null).
+// to the scores spares them a rounding); sums[r] = the sum of row r's
+// exponentials, accumulated in fp64 before their rounding to fp32 (sums may be
+// null).
 void exp_scaled(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, double scale,
                 const double* shifts, float* sums);
 

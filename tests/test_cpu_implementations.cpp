@@ -184,6 +184,23 @@ std::vector<Case> default_tile_cases() {
   return cases;
 }
 
+// Softmax scales of every sign: the score GEMM multiplies by sign(tau) and the
+// exponential by |tau| (cpu_tiles.hpp, ScoreScale); tau = 0 makes every visible
+// key weigh the same.
+std::vector<Case> scale_cases() {
+  std::vector<Case> cases;
+  for (const double scale : {-0.3, 0.0, 0.7}) {
+    Problem p = make_problem(1, 2, 1, 53, 600, 96);
+    p.mask = causal(true);
+    p.scale = scale;
+    vary_storage(p, cases.size());
+    finish_problem(p);
+    const std::string name = scale < 0 ? "negative" : scale == 0 ? "zero" : "positive";
+    cases.push_back({"q53_k600_d96_causal_br_scale_" + name + "_" + storage_name(p), p});
+  }
+  return cases;
+}
+
 // ---- Checks ----------------------------------------------------------------------
 
 std::int64_t nan_count(const OwnedBuffer& tensor) {
@@ -283,6 +300,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) { return info.
 INSTANTIATE_TEST_SUITE_P(Masks, CpuImplementations, ::testing::ValuesIn(mask_grid()), case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuImplementations, ::testing::ValuesIn(shape_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(DefaultTiles, CpuImplementations, ::testing::ValuesIn(default_tile_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Scales, CpuImplementations, ::testing::ValuesIn(scale_cases()), case_name);
 
 // ---- Threads -----------------------------------------------------------------------
 

@@ -11,13 +11,16 @@
 //
 // Forward: K and V of every (b, kv head) are loaded once; then, in parallel
 // over (b, h, Q block of block_q rows), blocks independent:
-//   1. load the Q block; S_i = tau Q_i K^T over the whole padded key range,
-//      masked pairs included, written by the GEMM into the block's rows of the
-//      P array;
-//   2. softmax, row by row: read the S row, apply the mask, write the row of P
+//   1. load the Q block; S_i = sign(tau) Q_i K^T over the whole padded key
+//      range, masked pairs included, written into the block's rows of the P
+//      array by the GEMM (by a tile, panel by panel, when the head dimension
+//      is summed in parts: cpu_tiles.hpp, depth_split_abt);
+//   2. softmax of |tau| S, row by row (the factor applied inside the
+//      exponential, ScoreScale): read the S row, apply the mask, write the row of P
 //      (un-dropped; kept in the workspace for the backward) and LSE;
 //   3. O_i = dropout(P_i) V: the GEMM reads the P rows (through a tile that
-//      takes the dropout factors when there is dropout) and V, and writes O_i.
+//      takes the dropout factors when there is dropout) and V, and writes O_i
+//      (its keys summed in parts: depth_split_ab).
 // Backward, in parallel over (b, kv head), the group's query heads in sequence
 // (dK and dV accumulate over them): K and V are loaded once per kv head, Q and
 // dO once per query head; then two phases:
@@ -53,9 +56,17 @@ using namespace cpu_tiles;
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
+// Blocks where the problem gives no hint: 64 query rows, 64 keys.
+constexpr TileShape kDefaultTiles{TileHint::kDefaultBlock, TileHint::kDefaultBlock};
+
+// Keys per panel of S summed in a tile (a head dimension of more than one
+// kHeadDimPart).
+constexpr std::int64_t kScorePanel = 512;
+
 // One thread's tile buffers.
 struct StandardTiles {
   float* rows;           // block_q x d: a Q block, or O beside dO (backward)
+  float* scores;         // block_q x min(Nk, kScorePanel): a panel of S (d > kHeadDimPart only)
   float* probabilities;  // max(block_q x Nk, Nq x block_k): P~ rows or a column panel of P~ (dropout only)
   float* result;         // max(block_q, block_k) x d: an O, dQ, dK or dV block
   float* row_d;          // block_q: D
@@ -64,6 +75,7 @@ struct StandardTiles {
     const std::int64_t d = p.head_dim;
     StandardTiles t{};
     t.rows = carver.floats(shape.block_q * d);
+    t.scores = carver.floats(d > kHeadDimPart ? shape.block_q * std::min(p.seqlen_k, kScorePanel) : 0);
     t.probabilities = carver.floats(p.dropout.probability > 0.0
                                         ? std::max(shape.block_q * p.seqlen_k, p.seqlen_q * shape.block_k)
                                         : 0);
@@ -125,7 +137,7 @@ struct StandardWorkspace {
   }
   static std::size_t tile_bytes_for(const Problem& p) {
     WorkspaceCarver measure;
-    StandardTiles::carve(p, tile_shape(p), measure);
+    StandardTiles::carve(p, tile_shape(p, kDefaultTiles), measure);
     return measure.used();
   }
   static std::size_t bytes(const Problem& p, int threads) {
@@ -154,7 +166,7 @@ struct StandardWorkspace {
   }
   StandardTiles thread_tiles(const Problem& p) const {
     WorkspaceCarver carver(tiles + static_cast<std::size_t>(omp_get_thread_num()) * tile_bytes);
-    return StandardTiles::carve(p, tile_shape(p), carver);
+    return StandardTiles::carve(p, tile_shape(p, kDefaultTiles), carver);
   }
 };
 
@@ -163,6 +175,7 @@ struct HeadContext {
   const Problem& p;
   TileShape shape;
   DropoutRng rng;
+  ScoreScale scale;
   std::int64_t b;
   std::int64_t h;
   const StandardTiles& t;
@@ -189,11 +202,12 @@ void softmax_rows(const HeadContext& c, std::int64_t i0, std::int64_t rows, floa
     } else {
       float row_max, sum;
       cpu_vector::row_maxima(row + visible.begin, 1, visible.size(), visible.size(), &row_max);
-      cpu_vector::exp_shifted(row + visible.begin, 1, visible.size(), visible.size(), &row_max, &sum);
+      const double shift = c.scale.exponent * row_max;
+      cpu_vector::exp_scaled(row + visible.begin, 1, visible.size(), visible.size(), c.scale.exponent, &shift, &sum);
       std::fill(row, row + visible.begin, 0.0f);
       std::fill(row + visible.end, row + p.seqlen_k, 0.0f);
       for (std::int64_t j = visible.begin; j < visible.end; ++j) row[j] /= sum;
-      row_lse = row_max + std::log(sum);
+      row_lse = static_cast<float>(shift + std::log(static_cast<double>(sum)));
     }
     c.traffic.write(p.seqlen_k * static_cast<std::int64_t>(sizeof(float)));
     store_span(lse + i, 1, &row_lse, c.traffic);
@@ -214,6 +228,26 @@ const float* dropped_probability_rows(const HeadContext& c, const float* probabi
   return c.t.probabilities;
 }
 
+// S = sign(tau) Q_i K^T (ScoreScale) for the rows of Q block i0, loaded in
+// c.t.rows, into the block's rows of `probabilities`, written once: by the GEMM
+// when the head dimension is one part (depth_split_abt), else panel by panel
+// through the score tile, where the parts are summed.
+void score_rows(const HeadContext& c, std::int64_t i0, std::int64_t rows, float* probabilities) {
+  const std::int64_t d = c.p.head_dim;
+  const std::int64_t nk = c.p.seqlen_k;
+  if (d <= kHeadDimPart) {
+    blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, c.scale.gemm, c.t.rows, d, c.operands.key, d, 0.0f,
+                probabilities + i0 * nk, nk);
+    c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+    return;
+  }
+  for (std::int64_t j0 = 0; j0 < nk; j0 += kScorePanel) {
+    const std::int64_t cols = std::min(kScorePanel, nk - j0);
+    depth_split_abt(c.t.rows, c.operands.key + j0 * d, rows, cols, d, c.scale.gemm, c.t.scores, cols);
+    store_block(probabilities, nk, i0, rows, j0, cols, c.t.scores, c.traffic);
+  }
+}
+
 // Steps 1-3 of the forward for Q block i0 of head (b, h).
 void forward_block(const HeadContext& c, const AttentionBuffers& buffers, std::int64_t i0,
                    float* probabilities) {
@@ -223,16 +257,12 @@ void forward_block(const HeadContext& c, const AttentionBuffers& buffers, std::i
   const std::int64_t rows = c.rows_at(i0);
 
   load_rows(query_slice(p, buffers.q, c.b, c.h), i0, rows, c.t.rows, c.traffic);
-  float* scores = probabilities + i0 * nk;
-  blas::sgemm(blas::Op::none, blas::Op::transpose, rows, nk, d, static_cast<float>(p.softmax_scale()), c.t.rows,
-              d, c.operands.key, d, 0.0f, scores, nk);
-  c.traffic.write(rows * nk * static_cast<std::int64_t>(sizeof(float)));
+  score_rows(c, i0, rows, probabilities);
 
   softmax_rows(c, i0, rows, probabilities, static_cast<float*>(buffers.lse.data) + lse_index(p, c.b, c.h, 0));
 
   const float* dropped = dropped_probability_rows(c, probabilities, i0, rows);
-  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, nk, 1.0f, dropped, nk, c.operands.value, d, 0.0f,
-              c.t.result, d);
+  depth_split_ab(dropped, nk, c.operands.value, rows, nk, d, 1.0f, 0.0f, c.t.result);
   store_rows(query_slice(p, buffers.out, c.b, c.h), i0, rows, c.t.result, c.traffic);
 }
 
@@ -358,7 +388,7 @@ class CpuStandard final : public Implementation {
     const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
     const Operands all = Operands::forward_of(p, workspace.operands);
     const DropoutRng rng = dropout_rng(p);
-    const TileShape shape = tile_shape(p);
+    const TileShape shape = tile_shape(p, kDefaultTiles);
     const std::int64_t blocks = (p.seqlen_q + shape.block_q - 1) / shape.block_q;
 #pragma omp parallel num_threads(context.thread_count())
     {
@@ -372,7 +402,7 @@ class CpuStandard final : public Implementation {
         const std::int64_t hkv = p.kv_head_of(h);
         const Operands head{Operands::of_head(p, all.key, b, hkv), Operands::of_head(p, all.value, b, hkv), nullptr,
                             nullptr};
-        const HeadContext c{p, shape, rng, b, h, tiles, head, traffic};
+        const HeadContext c{p, shape, rng, ScoreScale::of(p.softmax_scale()), b, h, tiles, head, traffic};
         forward_block(c, buffers, (task % blocks) * shape.block_q, workspace.head_probabilities(p, b, h));
       }
     }
@@ -383,7 +413,7 @@ class CpuStandard final : public Implementation {
   void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const StandardWorkspace workspace = StandardWorkspace::of(p, buffers.workspace, context.thread_count());
     const DropoutRng rng = dropout_rng(p);
-    const TileShape shape = tile_shape(p);
+    const TileShape shape = tile_shape(p, kDefaultTiles);
 #pragma omp parallel for num_threads(context.thread_count()) schedule(dynamic)
     for (std::int64_t task = 0; task < p.batch * p.kv_heads; ++task) {
       const std::int64_t b = task / p.kv_heads;
@@ -398,7 +428,7 @@ class CpuStandard final : public Implementation {
         const std::int64_t h = hkv * p.head_group() + g;
         load_rows(query_slice(p, buffers.q, b, h), 0, p.seqlen_q, operands.query, traffic);
         load_rows(query_slice(p, buffers.d_out, b, h), 0, p.seqlen_q, operands.d_out, traffic);
-        const HeadContext c{p, shape, rng, b, h, tiles, operands, traffic};
+        const HeadContext c{p, shape, rng, ScoreScale::of(p.softmax_scale()), b, h, tiles, operands, traffic};
         const float* probabilities = workspace.head_probabilities(p, b, h);
         for (std::int64_t i0 = 0; i0 < p.seqlen_q; i0 += shape.block_q) {
           score_gradient_block(c, buffers, i0, probabilities, score_gradients);
@@ -411,7 +441,7 @@ class CpuStandard final : public Implementation {
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext& context) const override {
-    return tile_configuration(p, context);
+    return tile_configuration(p, context, kDefaultTiles);
   }
 };
 

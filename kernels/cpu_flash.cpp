@@ -27,7 +27,7 @@
 // Dropout (docs/design.md §2.3) is regenerated from the RNG contract where it is needed.
 // Tile pairs that are wholly masked (visible_key_bound) are skipped; partial
 // ones are predicated per element. Tiles are problem.tile.block_q x block_k
-// (64 x 64 by default). The tile products are BLAS GEMMs on the calling thread
+// (64 x 512 by default). The tile products are BLAS GEMMs on the calling thread
 // (harness/blas.hpp); the exponentials, row maxima, dropout words and input
 // conversions are the vectorized loops of cpu_vector.hpp.
 //
@@ -53,6 +53,12 @@ namespace {
 using namespace cpu_tiles;
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+// Blocks where the problem gives no hint: 64 query rows, 512 keys. With four
+// query tiles a step, a step's GEMMs (256 x 512 x d and 256 x d x 512) run
+// near the BLAS's rate, its score tile (512 KiB) stays in a core's L2, and the
+// query and output tiles are moved once per 512 keys.
+constexpr TileShape kDefaultTiles{TileHint::kDefaultBlock, 512};
 
 // Query tiles that see one K/V block are processed kQueryTilesPerStep at a
 // time: their rows stacked in the tile buffers below, so each GEMM covers all
@@ -80,7 +86,7 @@ struct FlashTiles {
   float* row_lse;      // rows: LSE_i
   float* row_d;        // rows: D_i
   float* row_tile_max; // rows: m~, the row maxima of a tile of scores
-  float* row_shift;    // rows: what a row's scores are exponentiated relative to
+  double* row_shift;   // rows: what a row's scaled scores are exponentiated relative to
   float* row_tile_sum; // rows: l~, the row sums of a tile's exponentials
   float* row_carried;  // rows: l_i e^(m_i - m_new), the weight of the O_i carried over
   float* row_weight;   // rows: e^(m~ - m_new), the weight of the tile's update
@@ -92,10 +98,11 @@ struct FlashTiles {
     for (float** key_side : {&t.key, &t.value}) *key_side = carver.floats(shape.block_k * d);
     for (float** query_side : {&t.query, &t.out, &t.update}) *query_side = carver.floats(rows * d);
     t.scores = carver.floats(rows * shape.block_k);
-    for (float** row : {&t.row_max, &t.row_sum, &t.row_lse, &t.row_tile_max, &t.row_shift, &t.row_tile_sum,
-                        &t.row_carried, &t.row_weight}) {
+    for (float** row : {&t.row_max, &t.row_sum, &t.row_lse, &t.row_tile_max, &t.row_tile_sum, &t.row_carried,
+                        &t.row_weight}) {
       *row = carver.floats(rows);
     }
+    t.row_shift = carver.doubles(rows);
     if (!has_backward(p.direction)) return t;
     for (float** key_side : {&t.d_key, &t.d_value}) *key_side = carver.floats(shape.block_k * d);
     for (float** query_side : {&t.d_out, &t.d_query}) *query_side = carver.floats(rows * d);
@@ -118,7 +125,7 @@ struct FlashWorkspace {
   }
   static std::size_t tile_bytes_for(const Problem& p) {
     WorkspaceCarver measure;
-    FlashTiles::carve(p, tile_shape(p), measure);
+    FlashTiles::carve(p, tile_shape(p, kDefaultTiles), measure);
     return measure.used();
   }
   static FlashWorkspace of(const Problem& p, const TensorBuffer& workspace) {
@@ -129,7 +136,7 @@ struct FlashWorkspace {
   }
   FlashTiles thread_tiles(const Problem& p) const {
     WorkspaceCarver carver(tiles + static_cast<std::size_t>(omp_get_thread_num()) * tile_bytes);
-    return FlashTiles::carve(p, tile_shape(p), carver);
+    return FlashTiles::carve(p, tile_shape(p, kDefaultTiles), carver);
   }
 };
 
@@ -138,6 +145,7 @@ struct HeadContext {
   const Problem& p;
   TileShape shape;
   DropoutRng rng;
+  ScoreScale scale;
   float tau;
   std::int64_t b;
   const FlashTiles& t;
@@ -189,9 +197,10 @@ void for_each_query_group(const HeadContext& c, std::int64_t j0, std::int64_t co
   if (group.count > 0) step(group);
 }
 
-// scores = tau Q K_j^T over the group's rows, with -inf at the pairs the mask hides.
+// scores = sign(tau) Q K_j^T over the group's rows (ScoreScale), with -inf at
+// the pairs the mask hides.
 void masked_scores(const HeadContext& c, const QueryGroup& group, std::int64_t j0, std::int64_t cols) {
-  multiply_abt(c.t.query, c.t.key, group.total_rows, cols, c.p.head_dim, c.tau, c.t.scores);
+  depth_split_abt(c.t.query, c.t.key, group.total_rows, cols, c.p.head_dim, c.scale.gemm, c.t.scores, cols);
   for (std::int64_t g = 0; g < group.count; ++g) {
     const std::int64_t i0 = group.start[g];
     if (tile_fully_visible(c.p.mask, i0, i0 + group.rows[g], j0, j0 + cols, c.len_q(), c.len_k())) continue;
@@ -228,8 +237,11 @@ void update_output_tiles(const HeadContext& c, std::int64_t h, const QueryGroup&
   const std::int64_t d = c.p.head_dim;
   const std::int64_t rows = group.total_rows;
   cpu_vector::row_maxima(c.t.scores, rows, cols, cols, c.t.row_tile_max);
-  for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_tile_max[r]);
-  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, c.t.row_tile_sum);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    c.t.row_tile_max[r] = static_cast<float>(c.scale.exponent * c.t.row_tile_max[r]);
+    c.t.row_shift[r] = exp_reference(c.t.row_tile_max[r]);
+  }
+  cpu_vector::exp_scaled(c.t.scores, rows, cols, cols, c.scale.exponent, c.t.row_shift, c.t.row_tile_sum);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float tile_max = c.t.row_tile_max[r];
     SoftmaxRowState<float> state{c.t.row_max[r], c.t.row_sum[r]};
@@ -245,8 +257,7 @@ void update_output_tiles(const HeadContext& c, std::int64_t h, const QueryGroup&
   for (std::int64_t g = 0; g < group.count; ++g) {
     apply_dropout(c.rng, c.b, h, group.start[g], group.rows[g], j0, cols, c.t.scores + group.offset[g] * cols, cols);
   }
-  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, cols, 1.0f, c.t.scores, cols, c.t.value, d, 0.0f,
-              c.t.update, d);
+  depth_split_ab(c.t.scores, cols, c.t.value, rows, cols, d, 1.0f, 0.0f, c.t.update);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float sum = c.t.row_sum[r];
     if (!(sum > 0.0f)) continue;  // no visible key yet: O_i stays 0
@@ -338,7 +349,7 @@ void backward_tiles(const HeadContext& c, std::int64_t h, const QueryGroup& grou
   }
   masked_scores(c, group, j0, cols);
   for (std::int64_t r = 0; r < rows; ++r) c.t.row_shift[r] = exp_reference(c.t.row_lse[r]);
-  cpu_vector::exp_shifted(c.t.scores, rows, cols, cols, c.t.row_shift, nullptr);  // P = exp(S - LSE_i)
+  cpu_vector::exp_scaled(c.t.scores, rows, cols, cols, c.scale.exponent, c.t.row_shift, nullptr);  // P = exp(S - LSE_i)
   for (std::int64_t g = 0; g < group.count; ++g) {
     dropout_factors(c.rng, c.b, h, group.start[g], group.rows[g], j0, cols, c.t.factors + group.offset[g] * cols);
   }
@@ -356,7 +367,7 @@ void backward_tiles(const HeadContext& c, std::int64_t h, const QueryGroup& grou
       c.t.d_scores[e] = c.t.scores[e] * (c.t.d_scores[e] * c.t.factors[e] - row_d);
     }
   }
-  accumulate_ab(c.t.d_scores, cols, c.t.key, rows, cols, d, c.tau, c.t.d_query);   // dQ_i += tau dS K_j
+  depth_split_ab(c.t.d_scores, cols, c.t.key, rows, cols, d, c.tau, 1.0f, c.t.d_query);  // dQ_i += tau dS K_j
   accumulate_atb(c.t.d_scores, cols, c.t.query, rows, cols, d, c.tau, c.t.d_key);  // dK_j += tau dS^T Q_i
 }
 
@@ -428,7 +439,7 @@ class CpuFlash final : public Implementation {
   // Its loop order is the paper's Algorithm 1 (key tiles outer), with O, l, m
   // and dQ carried in its fp32 arrays between tiles.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
-    const TileShape shape = tile_shape(p);
+    const TileShape shape = tile_shape(p, kDefaultTiles);
     FusedTiling tiling;
     tiling.forward_order = FusedLoopOrder::key_outer;
     tiling.block_m = shape.block_q;
@@ -437,9 +448,9 @@ class CpuFlash final : public Implementation {
     tiling.output = tiling.accumulator = 4;
     // Its on-chip set (fp32): K, V, dK, dV tiles and, for each of the query tiles
     // it processes together, Q, O, dO, dQ and update tiles, three score tiles
-    // and nine row vectors.
+    // and nine row vectors, one of them fp64 (the exponentials' shifts).
     const std::int64_t rows = kQueryTilesPerStep * shape.block_q;
-    tiling.shared_bytes = 4 * (p.head_dim * (5 * rows + 4 * shape.block_k) + 3 * rows * shape.block_k + 9 * rows);
+    tiling.shared_bytes = 4 * (p.head_dim * (5 * rows + 4 * shape.block_k) + 3 * rows * shape.block_k + 10 * rows);
     return fused_traffic(p, tiling);
   }
   std::string_view accuracy_baseline() const override { return "cpu.standard"; }
@@ -463,7 +474,7 @@ class CpuFlash final : public Implementation {
       const std::int64_t h = task % p.heads;
       const FlashTiles tiles = workspace.thread_tiles(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      const HeadContext c{p, tile_shape(p), rng, tau, b, tiles, traffic};
+      const HeadContext c{p, tile_shape(p, kDefaultTiles), rng, ScoreScale::of(p.softmax_scale()), tau, b, tiles, traffic};
       const std::int64_t state_offset = lse_index(p, b, h, 0);
       forward_head(c, buffers, h, workspace.row_max + state_offset,
                    workspace.row_sum + state_offset);
@@ -481,14 +492,14 @@ class CpuFlash final : public Implementation {
       const std::int64_t hkv = task % p.kv_heads;
       const FlashTiles tiles = workspace.thread_tiles(p);
       TrafficSlot traffic(*context.traffic, omp_get_thread_num());
-      const HeadContext c{p, tile_shape(p), rng, tau, b, tiles, traffic};
+      const HeadContext c{p, tile_shape(p, kDefaultTiles), rng, ScoreScale::of(p.softmax_scale()), tau, b, tiles, traffic};
       backward_kv_head(c, buffers, hkv);
     }
   }
 
   nlohmann::ordered_json configuration(const Problem& p,
                                        const ExecutionContext& context) const override {
-    return tile_configuration(p, context);
+    return tile_configuration(p, context, kDefaultTiles);
   }
 };
 

@@ -28,27 +28,31 @@
 
 namespace attnbench::cpu_tiles {
 
-inline constexpr std::int64_t kDefaultBlock = TileHint::kDefaultBlock;
-
-// Rows of Q (block_q) and of K (block_k) per tile: the problem's hint, 64 when
-// the hint is 0, never more than the sequence.
+// Rows of Q (block_q) and of K (block_k) per tile: the problem's hint, or the
+// implementation's default where the hint is 0, never more than the sequence.
 struct TileShape {
-  std::int64_t block_q = kDefaultBlock;
-  std::int64_t block_k = kDefaultBlock;
+  std::int64_t block_q = TileHint::kDefaultBlock;
+  std::int64_t block_k = TileHint::kDefaultBlock;
 };
 
-inline std::int64_t configured_block(std::int64_t hint) { return TileHint::configured(hint); }
+inline std::int64_t configured_block(std::int64_t hint, std::int64_t fallback) { return hint > 0 ? hint : fallback; }
 
-// What the results file records about a tiled run.
-inline nlohmann::ordered_json tile_configuration(const Problem& p, const ExecutionContext& context) {
-  return {{"block_q", configured_block(p.tile.block_q)},
-          {"block_k", configured_block(p.tile.block_k)},
-          {"threads", context.thread_count()}};
+// The blocks that run for a problem's hint, before clamping to the sequence.
+inline TileShape configured_shape(const Problem& p, const TileShape& defaults) {
+  return TileShape{configured_block(p.tile.block_q, defaults.block_q),
+                   configured_block(p.tile.block_k, defaults.block_k)};
 }
 
-inline TileShape tile_shape(const Problem& p) {
-  return TileShape{std::min(configured_block(p.tile.block_q), p.seqlen_q),
-                   std::min(configured_block(p.tile.block_k), p.seqlen_k)};
+// What the results file records about a tiled run.
+inline nlohmann::ordered_json tile_configuration(const Problem& p, const ExecutionContext& context,
+                                                 const TileShape& defaults) {
+  const TileShape configured = configured_shape(p, defaults);
+  return {{"block_q", configured.block_q}, {"block_k", configured.block_k}, {"threads", context.thread_count()}};
+}
+
+inline TileShape tile_shape(const Problem& p, const TileShape& defaults) {
+  const TileShape configured = configured_shape(p, defaults);
+  return TileShape{std::min(configured.block_q, p.seqlen_q), std::min(configured.block_k, p.seqlen_k)};
 }
 
 // Hands out consecutive 64-byte-aligned fp32 arrays from a workspace region.
@@ -60,11 +64,8 @@ class WorkspaceCarver {
 
   explicit WorkspaceCarver(void* base = nullptr) : base_(static_cast<std::byte*>(base)) {}
 
-  float* floats(std::int64_t count) {
-    float* at = base_ != nullptr ? reinterpret_cast<float*>(base_ + used_) : nullptr;
-    used_ += round_up(static_cast<std::size_t>(count) * sizeof(float));
-    return at;
-  }
+  float* floats(std::int64_t count) { return array<float>(count); }
+  double* doubles(std::int64_t count) { return array<double>(count); }
   std::size_t used() const { return used_; }
 
   static std::size_t round_up(std::size_t bytes) {
@@ -72,6 +73,13 @@ class WorkspaceCarver {
   }
 
  private:
+  template <typename T>
+  T* array(std::int64_t count) {
+    T* at = base_ != nullptr ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += round_up(static_cast<std::size_t>(count) * sizeof(T));
+    return at;
+  }
+
   std::byte* base_;
   std::size_t used_ = 0;
 };
@@ -194,6 +202,20 @@ inline void dropout_factors(const DropoutRng& rng, std::int64_t b, std::int64_t 
 
 // ---- Tile products (on-chip, nothing counted): the BLAS on the calling thread --
 
+// The softmax scale tau, split between the score GEMM and the exponential: the
+// GEMM computes sign(tau) Q K^T (a factor that rounds nothing) and the
+// exponential multiplies by |tau| in fp64 (cpu_vector::exp_scaled), so a score
+// is rounded once, by its GEMM. tau = 0 gives scores of 0 and a factor of 1.
+struct ScoreScale {
+  float gemm = 1.0f;     // alpha of the score GEMM: 1, -1 or 0
+  double exponent = 1.0;  // what the exponential multiplies the scores by: |tau|, or 1 when tau = 0
+
+  static ScoreScale of(double tau) {
+    if (tau == 0.0) return ScoreScale{0.0f, 1.0};
+    return ScoreScale{tau > 0.0 ? 1.0f : -1.0f, tau > 0.0 ? tau : -tau};
+  }
+};
+
 inline float dot(const float* a, const float* b, std::int64_t n) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -207,10 +229,34 @@ inline void multiply_abt(const float* a, const float* b, std::int64_t rows, std:
   blas::sgemm(blas::Op::none, blas::Op::transpose, rows, cols, d, alpha, a, d, b, d, 0.0f, c, cols);
 }
 
-// c (rows x d) += alpha * a (rows x cols, row stride lda) * b (cols x d)
-inline void accumulate_ab(const float* a, std::int64_t lda, const float* b, std::int64_t rows,
-                          std::int64_t cols, std::int64_t d, float alpha, float* c) {
-  blas::sgemm(blas::Op::none, blas::Op::none, rows, d, cols, alpha, a, lda, b, d, 1.0f, c, d);
+// A BLAS accumulates each dot product of a GEMM along one chain of fused
+// multiply-adds as long as the GEMM's depth, and its rounding grows with that
+// length; the products the outputs depend on most are therefore summed in
+// parts, a GEMM each, added into the result in turn: the scores' depth (head
+// dimension, kHeadDimPart columns a part: their rounding is what the softmax's
+// exponentials pass on) and those over keys (P V, and dS K in the backward;
+// kKeyPart a part).
+inline constexpr std::int64_t kHeadDimPart = 64;
+inline constexpr std::int64_t kKeyPart = 128;
+
+// c (rows x cols, row stride ldc) = alpha * a (rows x d) * b^T (b: cols x d, row
+// stride d), in parts of kHeadDimPart columns.
+inline void depth_split_abt(const float* a, const float* b, std::int64_t rows, std::int64_t cols, std::int64_t d,
+                            float alpha, float* c, std::int64_t ldc) {
+  for (std::int64_t x = 0; x < d; x += kHeadDimPart) {
+    blas::sgemm(blas::Op::none, blas::Op::transpose, rows, cols, std::min(kHeadDimPart, d - x), alpha, a + x, d,
+                b + x, d, x == 0 ? 0.0f : 1.0f, c, ldc);
+  }
+}
+
+// c (rows x d) = alpha * a (rows x depth, row stride lda) * b (depth x d) +
+// beta * c, in parts of kKeyPart rows of b.
+inline void depth_split_ab(const float* a, std::int64_t lda, const float* b, std::int64_t rows, std::int64_t depth,
+                           std::int64_t d, float alpha, float beta, float* c) {
+  for (std::int64_t k = 0; k < depth; k += kKeyPart) {
+    blas::sgemm(blas::Op::none, blas::Op::none, rows, d, std::min(kKeyPart, depth - k), alpha, a + k, lda,
+                b + k * d, d, k == 0 ? beta : 1.0f, c, d);
+  }
 }
 
 // c (cols x d) += alpha * a^T (a: rows x cols, row stride lda) * b (rows x d)

@@ -104,18 +104,19 @@ void factors_from_words(const std::uint32_t* words, std::int64_t count, std::uin
 }  // namespace
 
 ATTNBENCH_VECTOR_VERSIONS
-void exp_shifted(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* shifts,
-                 float* sums) {
+void exp_scaled(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, double scale,
+                const double* shifts, float* sums) {
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = x + r * ld;
-    const float shift = shifts[r];
-    float sum = 0.0f;
+    const double shift = shifts[r];
+    double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (std::int64_t c = 0; c < cols; ++c) {
-      row[c] = exponential(row[c] - shift);
-      sum += row[c];
+      const double e = exponential_unrounded(scale * static_cast<double>(row[c]) - shift);
+      row[c] = static_cast<float>(e);
+      sum += e;
     }
-    if (sums != nullptr) sums[r] = sum;
+    if (sums != nullptr) sums[r] = static_cast<float>(sum);
   }
 }
 

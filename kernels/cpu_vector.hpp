@@ -21,19 +21,20 @@
 
 namespace attnbench::cpu_vector {
 
-// e^x in fp32, within 0.51 ulp of the exact value over the whole float range
-// (subnormal results included, as glibc's expf; e^-inf = 0, overflow gives
-// +inf): x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a degree-7 polynomial
-// (its coefficients fitted for this, relative error 5e-11), and 2^n from the
-// exponent bits, all in fp64, rounded to fp32 once. Written without branches
-// or calls so that a loop of it vectorizes.
-inline float exponential(float x) {
+// e^x for an fp64 x, in fp64, meant to be rounded to fp32 once: so rounded it
+// is within 0.51 ulp of the exact value over the whole float range (subnormal
+// results included, as glibc's expf; e^-inf = 0, overflow gives +inf):
+// x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a degree-7 polynomial (its
+// coefficients fitted for this, relative error 5e-11), and 2^n from the
+// exponent bits. Written without branches or calls so that a loop of it
+// vectorizes.
+inline double exponential_unrounded(double x) {
   constexpr double kLog2e = 1.4426950408889634;
   constexpr double kLn2 = 0.6931471805599453;
   constexpr double kRoundingShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
   // Below -150 the result rounds to 0 in fp32 and above 100 to +inf; clamping
   // keeps 2^n a normal fp64 (and maps -inf to 0).
-  const double clamped = std::min(std::max(static_cast<double>(x), -150.0), 100.0);
+  const double clamped = std::min(std::max(x, -150.0), 100.0);
   const double shifted = clamped * kLog2e + kRoundingShift;
   const double n = shifted - kRoundingShift;  // round(x log2 e)
   const double r = clamped - n * kLn2;
@@ -47,16 +48,19 @@ inline float exponential(float x) {
   // 2^n: n + 1023 in the exponent field (the integer n sits in the low bits of `shifted`).
   const std::uint64_t exponent =
       (std::bit_cast<std::uint64_t>(shifted) - std::bit_cast<std::uint64_t>(kRoundingShift) + 1023u) << 52;
-  return static_cast<float>(e_r * std::bit_cast<double>(exponent));
+  return e_r * std::bit_cast<double>(exponent);
 }
 
 // Each function works on `rows` rows of `cols` elements, row r starting at
 // element r * ld, so that one call covers a tile.
 
-// x[r][c] = e^(x[r][c] - shifts[r]); sums[r] = the sum of row r's results
-// (sums may be null).
-void exp_shifted(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* shifts,
-                 float* sums);
+// x[r][c] = e^(scale x[r][c] - shifts[r]), the exponent formed in fp64 so that
+// the result is rounded once (the scale of the softmax applied here rather than
+// to the scores spares them a rounding); sums[r] = the sum of row r's
+// exponentials, accumulated in fp64 before their rounding to fp32 (sums may be
+// null).
+void exp_scaled(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, double scale,
+                const double* shifts, float* sums);
 
 // maxima[r] = the largest element of row r (-inf for cols 0).
 void row_maxima(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* maxima);

@@ -160,6 +160,47 @@ std::vector<Case> shape_cases() {
   return cases;
 }
 
+// The default tiles (no hint): several of cpu.flash's 512-key blocks, the last
+// one partial, and of cpu.standard's 64-row blocks; a head dimension summed in
+// two parts (96) and keys in parts of 128, the last partial (cpu_tiles.hpp).
+std::vector<Case> default_tile_cases() {
+  const ShapeCase shapes[] = {
+      {"q600_k1100_none", 600, 1100, 16, MaskSpec{}},
+      {"q70_k600_d96_causal_br", 70, 600, 96, causal(true)},
+      {"q600_k1100_causal_br", 600, 1100, 16, causal(true)},
+      {"q1100_k600_window_tl_300_40", 1100, 600, 8, window(false, 300, 40)},
+  };
+  std::vector<Case> cases;
+  for (const ShapeCase& shape : shapes) {
+    for (const double dropout : {0.0, 0.17}) {
+      Problem p = make_problem(1, 2, 1, shape.seqlen_q, shape.seqlen_k, shape.head_dim);
+      p.mask = shape.mask;
+      set_dropout(p, dropout);
+      vary_storage(p, cases.size());
+      finish_problem(p);
+      cases.push_back({shape.name + (dropout > 0 ? "_dropout" : "") + "_default_tile_" + storage_name(p), p});
+    }
+  }
+  return cases;
+}
+
+// Softmax scales of every sign: the score GEMM multiplies by sign(tau) and the
+// exponential by |tau| (cpu_tiles.hpp, ScoreScale); tau = 0 makes every visible
+// key weigh the same.
+std::vector<Case> scale_cases() {
+  std::vector<Case> cases;
+  for (const double scale : {-0.3, 0.0, 0.7}) {
+    Problem p = make_problem(1, 2, 1, 53, 600, 96);
+    p.mask = causal(true);
+    p.scale = scale;
+    vary_storage(p, cases.size());
+    finish_problem(p);
+    const std::string name = scale < 0 ? "negative" : scale == 0 ? "zero" : "positive";
+    cases.push_back({"q53_k600_d96_causal_br_scale_" + name + "_" + storage_name(p), p});
+  }
+  return cases;
+}
+
 // ---- Checks ----------------------------------------------------------------------
 
 std::int64_t nan_count(const OwnedBuffer& tensor) {
@@ -258,6 +299,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) { return info.
 
 INSTANTIATE_TEST_SUITE_P(Masks, CpuImplementations, ::testing::ValuesIn(mask_grid()), case_name);
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuImplementations, ::testing::ValuesIn(shape_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(DefaultTiles, CpuImplementations, ::testing::ValuesIn(default_tile_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Scales, CpuImplementations, ::testing::ValuesIn(scale_cases()), case_name);
 
 // ---- Threads -----------------------------------------------------------------------
 
@@ -321,7 +364,7 @@ TEST(CpuImplementationsRegistry, DeclareTheirRoles) {
   EXPECT_EQ(flash.accuracy_baseline(), "cpu.standard");
   EXPECT_EQ(flash.device(), "cpu");
   EXPECT_EQ(flash.configuration(p, context),
-            (nlohmann::ordered_json{{"block_q", 64}, {"block_k", 64}, {"threads", 3}}));
+            (nlohmann::ordered_json{{"block_q", 64}, {"block_k", 512}, {"threads", 3}}));
   p.tile = TileHint{32, 8};
   EXPECT_EQ(flash.configuration(p, context),
             (nlohmann::ordered_json{{"block_q", 32}, {"block_k", 8}, {"threads", 3}}));

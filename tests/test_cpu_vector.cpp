@@ -35,9 +35,9 @@ double ulp_error(float got, float x) {
 
 // x = e^x, as one row.
 void exp_row(std::vector<float>& x) {
-  const float zero = 0.0f;
+  const double zero = 0.0;
   const auto count = static_cast<std::int64_t>(x.size());
-  cpu_vector::exp_shifted(x.data(), 1, count, count, &zero, nullptr);
+  cpu_vector::exp_scaled(x.data(), 1, count, count, 1.0, &zero, nullptr);
 }
 
 // Every 613th float of [-104, 89] (about two million, both signs, every binade),
@@ -86,29 +86,40 @@ TEST(CpuVector, ExponentialEdges) {
   }
 }
 
-// Three rows of a tile with padding between them: each row relative to its own
-// shift, its sum returned, the padding untouched.
-TEST(CpuVector, ExpShiftedWorksRowByRowAndReturnsTheSums) {
+// |got - e^x| in units in the last place of e^x as an fp32, for an fp64 x.
+double ulp_error_of(float got, double x) {
+  const double exact = std::exp(x);
+  int exponent = 0;
+  std::frexp(exact, &exponent);
+  return std::abs(static_cast<double>(got) - exact) / std::ldexp(1.0, std::max(exponent - 24, -149));
+}
+
+// Three rows of a tile with padding between them: each row scaled and taken
+// relative to its own shift, the exponent formed in fp64 (a shift that is no
+// fp32 is honoured), its sum returned, the padding untouched.
+TEST(CpuVector, ExpScaledWorksRowByRowAndReturnsTheSums) {
   const std::int64_t rows = 3, cols = 77, ld = 80;
+  const double scale = 0.125 / 3.0;
   std::vector<float> x(static_cast<std::size_t>(rows * ld), 123.0f);
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) x[static_cast<std::size_t>(r * ld + c)] = -0.37f * static_cast<float>(c) + static_cast<float>(r);
+    for (std::int64_t c = 0; c < cols; ++c) x[static_cast<std::size_t>(r * ld + c)] = -8.9f * static_cast<float>(c) + static_cast<float>(r);
   }
   const std::vector<float> before = x;
-  const float shifts[rows] = {0.0f, 1.0f, 2.5f};
+  const double shifts[rows] = {0.0, scale, 2.5 + 1e-12};
   float sums[rows] = {};
-  cpu_vector::exp_shifted(x.data(), rows, cols, ld, shifts, sums);
+  cpu_vector::exp_scaled(x.data(), rows, cols, ld, scale, shifts, sums);
   for (std::int64_t r = 0; r < rows; ++r) {
     double exact_sum = 0.0;
     for (std::int64_t c = 0; c < cols; ++c) {
       const auto e = static_cast<std::size_t>(r * ld + c);
-      EXPECT_LE(ulp_error(x[e], before[e] - shifts[r]), 0.51) << r << "," << c;
-      exact_sum += x[e];
+      EXPECT_LE(ulp_error_of(x[e], scale * static_cast<double>(before[e]) - shifts[r]), 0.51) << r << "," << c;
+      exact_sum += std::exp(scale * static_cast<double>(before[e]) - shifts[r]);
     }
-    EXPECT_NEAR(sums[r], exact_sum, 1e-6 * exact_sum) << r;
+    EXPECT_NEAR(sums[r], exact_sum, 1e-7 * exact_sum) << r;
     for (std::int64_t c = cols; c < ld; ++c) EXPECT_EQ(x[static_cast<std::size_t>(r * ld + c)], 123.0f);
   }
   EXPECT_EQ(x[0], 1.0f);
+  EXPECT_EQ(x[static_cast<std::size_t>(ld)], 1.0f);  // scale * 1 - scale = 0
 }
 
 TEST(CpuVector, RowMaximaOfEveryLength) {

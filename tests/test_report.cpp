@@ -4,6 +4,7 @@
 // OOM markers, merged files and duplicate refusal, and every format's shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -507,6 +508,28 @@ TEST(ReportXAxis, ASweepOfBlockSizesIsOneTableOrderedByBlock) {
   EXPECT_GT(number(table, 0, 0, "counted"), number(table, 0, 2, "counted")) << "fewer bytes with larger blocks";
   options.x_axis = "tile";
   EXPECT_THROW(build_table("io", results, options), InputError);
+}
+
+// An unset block is the one the implementation ran, as its configuration
+// records it (cpu.flash's default key block is 512), or 64 where none is recorded.
+TEST(ReportXAxis, AnUnsetBlockIsTheConfiguredOne) {
+  const Problem p = make_problem(1, 4, 1024, 64);
+  Json flash = make_record(p, Outcome("cpu.flash").counted(1e9, 1e6));
+  flash["configuration"] = Json{{"block_q", 64}, {"block_k", 512}, {"threads", 2}};
+  Json peer = make_record(p, Outcome("cpu.standard").counted(2e9, 1e6));
+  ReportOptions options;
+  options.x_axis = "block";
+  const Table table = build_table("io", one_file({flash, peer}), options);
+  ASSERT_EQ(table.groups.size(), 1u);
+  ASSERT_EQ(table.groups[0].rows.size(), 2u);
+  // The x cell holds block_q, labelled "QxK" where the sides differ.
+  std::vector<std::string> blocks;
+  for (const auto& row : table.groups[0].rows) {
+    EXPECT_EQ(row[0].number, 64.0);
+    blocks.push_back(row[0].text);
+  }
+  std::sort(blocks.begin(), blocks.end());
+  EXPECT_EQ(blocks, (std::vector<std::string>{"", "64x512"}));
 }
 
 TEST(ReportRoofline, IntensityAchievedRateAndTheHostsCeilings) {

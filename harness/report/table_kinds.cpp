@@ -404,9 +404,15 @@ const GroupingField* find_grouping_field(const std::string& name) {
 Json XAxis::value(const Json& record) const {
   if (name == "seqlen" || name == "batch") return nullptr;
   if (name == "block") {
+    // An unset size is the implementation's default, which its configuration records.
     const auto effective = [&](const char* key) {
       const Json& block = record["problem"][key];
-      return block.is_null() ? Json(TileHint::kDefaultBlock) : block;
+      if (!block.is_null()) return block;
+      const Json& configuration = record["configuration"];
+      if (configuration.is_object() && configuration.contains(key) && configuration[key].is_number_integer()) {
+        return configuration[key];
+      }
+      return Json(TileHint::kDefaultBlock);
     };
     return Json::array({effective("block_q"), effective("block_k")});
   }

@@ -351,10 +351,11 @@ std::string case_key(const Problem& p) {
   if (p.scale) key << "-scale(" << format_number(*p.scale) << ")";
   key << "-in." << to_string(p.input.distribution) << "(" << format_number(p.input.a) << ","
       << format_number(p.input.b) << ",s" << p.input.seed << ")";
-  // The tile that runs, when it is not the default (an unset size is the default).
-  const std::int64_t block_q = TileHint::configured(p.tile.block_q), block_k = TileHint::configured(p.tile.block_k);
-  if (block_q != TileHint::kDefaultBlock || block_k != TileHint::kDefaultBlock) {
-    key << "-tile(" << block_q << "x" << block_k << ")";
+  // The tile hints, when one is given; an unset size is written "default" (each
+  // CPU tiled implementation's own).
+  if (p.tile.block_q > 0 || p.tile.block_k > 0) {
+    const auto size = [](std::int64_t hint) { return hint > 0 ? std::to_string(hint) : std::string("default"); };
+    key << "-tile(" << size(p.tile.block_q) << "x" << size(p.tile.block_k) << ")";
   }
   return key.str();
 }

@@ -56,13 +56,13 @@ struct PaddingSpec {
 };
 
 // Tile sizes for the implementations that tile on the CPU; 0 means the
-// default, kDefaultBlock. CUDA kernels use their compiled tiles and ignore it.
+// implementation's default (kDefaultBlock, but 512 keys for cpu.flash), which
+// it records in its configuration. CUDA kernels use their compiled tiles and
+// ignore it.
 struct TileHint {
   static constexpr std::int64_t kDefaultBlock = 64;
   std::int64_t block_q = 0;
   std::int64_t block_k = 0;
-  // The block size that runs for a hint (0: the default).
-  static std::int64_t configured(std::int64_t hint) { return hint > 0 ? hint : kDefaultBlock; }
 };
 
 // The documented limits of a problem's sizes (docs/scenarios.md), checked by

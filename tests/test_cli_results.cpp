@@ -331,6 +331,9 @@ TEST_F(CliResults, KilledAtRandomPointsAndResumedEveryRecordIsThereOnce) {
     // Early attempts are killed early; later ones get longer, so the run ends.
     const int delay_ms = std::uniform_int_distribution<int>(0, 150 + 20 * attempt)(random);
     const int signal = signals[std::uniform_int_distribution<int>(0, 2)(random)];
+    // The child opens its log after the fork: a signal that comes first must
+    // not leave the last attempt's log to be read as this one's.
+    fs::remove(path("run.log"));
     const pid_t run = start_attnbench({"run", scenario.string(), "-o", output.string(), "--resume"}, path("run.log"));
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(run, signal);

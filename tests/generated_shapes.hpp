@@ -25,9 +25,9 @@
 // causal and window group, one residue per class modulo the warp slice W (the
 // least common multiple of the kernels' min(warp rows, warp keys)): residue
 // c + W·(c mod P/W) for class c, which puts the edge in every warp slice of the
-// tile across the classes; the residues at and beside the edge of each larger
-// kernel period (P_k - 1, 0, 1), for both window edges; and every padding and
-// size case. The rest runs under the cudasim_matrix label.
+// tile across the classes; residues at and beside the edge of each larger
+// kernel period (P_k - 1, 0, 1; one residue for each), for both window edges;
+// and every padding and size case. The rest runs under the cudasim_matrix label.
 // tests/test_generated_shapes.cpp checks that every position is covered, by the
 // whole set and by the everyday part.
 #pragma once
@@ -278,15 +278,22 @@ class ShapeGenerator {
     for (std::int64_t c = 0; c < warp_period; ++c) residues.insert(c + warp_period * (c % (period / warp_period)));
     return residues;
   }
+  // A kernel whose period divides the direction's meets its edges at several
+  // residues; one of them is enough, and a larger period's edges often
+  // serve a smaller one's (P - 1 is also P/2 - 1 modulo P/2).
   static std::set<std::int64_t> edge_residues(Direction direction) {
-    const std::int64_t period = direction_period(direction);
-    std::set<std::int64_t> residues;
+    std::vector<const KernelUnderTest*> kernels;
     for (const KernelUnderTest& k : kernels_under_test()) {
-      if (!k.runs_in(direction) || k.period() <= direction_warp_period(direction)) continue;
-      for (std::int64_t r = 0; r < period; ++r) {
-        for (const std::int64_t edge : everyday_edge_residues(k)) {
-          if (r % k.period() == edge) residues.insert(r);
-        }
+      if (k.runs_in(direction) && k.period() > direction_warp_period(direction)) kernels.push_back(&k);
+    }
+    std::stable_sort(kernels.begin(), kernels.end(),
+                     [](const KernelUnderTest* a, const KernelUnderTest* b) { return a->period() > b->period(); });
+    std::set<std::int64_t> residues;
+    for (const KernelUnderTest* k : kernels) {
+      for (const std::int64_t edge : everyday_edge_residues(*k)) {
+        const bool met = std::any_of(residues.begin(), residues.end(),
+                                     [&](std::int64_t r) { return r % k->period() == edge; });
+        if (!met) residues.insert(edge);
       }
     }
     return residues;

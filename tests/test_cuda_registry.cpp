@@ -19,6 +19,7 @@
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "kernels/cuda/flash_sm90_geometry.hpp"
 
 namespace attnbench {
 namespace {
@@ -76,7 +77,9 @@ TEST(CudaRegistry, WithoutAGpuTheyAreUnavailableWithTheCudaErrorText) {
 TEST(CudaRegistry, WithoutAnyNvidiaDriverTheReasonSaysSoAndNotToUpgradeIt) {
   const NvidiaDriverPresence presence = probe_nvidia_driver();
   if (presence.library || presence.device_files) GTEST_SKIP() << "this machine has an NVIDIA driver";
-  const Verdict device = BackendRegistry::instance().get("cuda")->availability();
+  const Backend* cuda = BackendRegistry::instance().get("cuda");
+  if (cuda == nullptr) GTEST_SKIP() << "this build has no cuda backend (built without the CUDA toolkit)";
+  const Verdict device = cuda->availability();
   EXPECT_FALSE(device.ok);
   EXPECT_EQ(device.reason.rfind("no NVIDIA driver or GPU found", 0), 0u) << device.reason;
 }
@@ -164,6 +167,8 @@ TEST(CudaRegistry, TheyRefuseWhatTheirKernelsCannotLaunchSayingWhy) {
       {"flash", square_problem(128, 96), "head_dim 64 and 128"},
       {"flash", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
       {"flash", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
+      {"flash.sm90", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
+      {"flash.sm90.serial", [] { Problem p = square_problem(128, 128); p.batch = 65536; return p; }(), "65535"},
       {"flash.simple", square_problem(128, 12), "multiples of 8 from 8 to 256"},
       {"flash.simple", square_problem(128, 264), "multiples of 8 from 8 to 256"},
       {"flash.simple", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
@@ -199,6 +204,26 @@ TEST(CudaRegistry, TheConfigurationRecordsTheKernelsTiles) {
   EXPECT_EQ(flash["backward"]["slice_m"], BackwardTraits<128>::kSliceM);
   p.direction = Direction::fwd;
   EXPECT_FALSE(implementation("flash").configuration(p, context).contains("backward"));
+
+  p.direction = Direction::fwd;
+  for (const char* algorithm : {"flash.sm90", "flash.sm90.serial"}) {
+    for (const std::int64_t head_dim : {64, 128}) {
+      p.head_dim = head_dim;
+      const auto sm90 = implementation(algorithm).configuration(p, context)["forward"];
+      const auto traits = [&](auto t) {
+        using T = decltype(t);
+        EXPECT_EQ(sm90["block_m"], T::kBlockM) << algorithm << " d" << head_dim;
+        EXPECT_EQ(sm90["block_n"], T::kBlockN);
+        EXPECT_EQ(sm90["warpgroups"]["consumers"], T::kConsumers);
+        EXPECT_EQ(sm90["stages"], T::kStages);
+        EXPECT_EQ(sm90["shared_memory_bytes"], T::kSharedBytes);
+      };
+      if (head_dim == 64) traits(Sm90Traits<64>{});
+      else traits(Sm90Traits<128>{});
+      EXPECT_EQ(sm90["softmax_overlaps_pv"], std::string(algorithm) == "flash.sm90") << algorithm;
+    }
+  }
+  EXPECT_NE(Sm90Traits<64>::kSharedBytes, Sm90Traits<128>::kSharedBytes) << "the head dims are told apart";
 
   p.head_dim = 72;
   const auto simple = implementation("flash.simple").configuration(p, context);

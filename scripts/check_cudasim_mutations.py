@@ -105,6 +105,10 @@ MUTATIONS += [
     ("sm90_expect_tx_short", "the producer's expect_tx for a V tile announces 16 bytes fewer than its copies deliver",
      SM90, "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);",
      "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes - 16);", SM90_SHAPES, "test_cudasim_flash_sm90"),
+    ("sm90_single_try_wait", "mbarrier_wait_parity takes one try_wait as the wait (a time-out passes it)",
+     "kernels/cuda/hopper_primitives.hpp",
+     "  while (!mbarrier_try_wait_parity(barrier, parity)) {\n  }",
+     "  static_cast<void>(mbarrier_try_wait_parity(barrier, parity));", SM90_SHAPES, "test_cudasim_flash_sm90"),
 ]
 DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find its cases
 

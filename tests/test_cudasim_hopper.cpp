@@ -4,6 +4,7 @@
 // whose report names the finding, the kernel and the source line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
+#include "harness/cudasim/time_out_switch.hpp"
 #include "harness/dtype.hpp"
 #include "harness/errors.hpp"
 #include "tests/cudasim/hopper_kernels.hpp"
@@ -88,6 +90,26 @@ TEST_F(Hopper, AnMbarrierPhaseOrdersArrivalsBeforeTheThreadsThatObserveIt) {
     EXPECT_NE(report.find("shared memory race"), std::string::npos) << static_cast<int>(wrong) << report;
     expect_finding(report, "no barrier, mbarrier phase or completed wait orders the two", "mbarrier_handoff_kernel");
   }
+}
+
+// The hardware's try_wait may return false before the phase completes (its
+// time limit); with early time-outs on, the simulator's does so once a wait.
+TEST_F(Hopper, ATryWaitThatTimesOutIsNoWaitAndItsRetryIs) {
+  float* in = take<float>(32, "in");
+  float* out = take<float>(32, "out");
+  for (int i = 0; i < 32; ++i) in[i] = static_cast<float>(7 * i + 1);
+  // Without early time-outs a single try_wait happens to block until the phase.
+  EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_handoff(in, out, Handoff::single_try_wait); }), "");
+  const cudasim::EarlyTimeOuts early;
+  for (const Handoff right : {Handoff::right, Handoff::hinted}) {
+    std::fill(out, out + 32, -1.0f);
+    EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_handoff(in, out, right); }), "");
+    for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], in[(t + 1) % 32]) << t;
+  }
+  const std::string report =
+      report_of([&] { return cudasim_test::mbarrier_handoff(in, out, Handoff::single_try_wait); });
+  EXPECT_NE(report.find("shared memory race"), std::string::npos) << report;
+  expect_finding(report, "no barrier, mbarrier phase or completed wait orders the two", "mbarrier_handoff_kernel");
 }
 
 // Threads that arrive and wait with the state mbarrier.arrive returned.

@@ -3,16 +3,19 @@
 // bhsd layout (TMA through the tensor maps' strides), a single query row, key
 // ranges long enough that each pipeline stage is reused several times (the
 // mbarrier parities flip), exact tile multiples beside ragged lengths, grouped
-// heads 4:1. Each case: fresh random inputs, poisoned outputs, the fp64 oracle,
-// and the fused-versus-baseline rule against cudasim.cublas, for the kernel
-// with its softmax/P·V overlap (cudasim.flash.sm90) and without
-// (cudasim.flash.sm90.serial).
+// heads 4:1, and every mbarrier wait's first try_wait timing out as the
+// hardware's may (its retry loops run). Each case: fresh random inputs,
+// poisoned outputs, the fp64 oracle, and the fused-versus-baseline rule
+// against cudasim.cublas, for the kernel with its softmax/P·V overlap
+// (cudasim.flash.sm90) and without (cudasim.flash.sm90.serial).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
+#include "harness/cudasim/time_out_switch.hpp"
 #include "harness/measure/accuracy.hpp"
 #include "harness/measure/session.hpp"
 
@@ -26,16 +29,19 @@ struct Sm90Case {
   Layout layout;
   MaskSpec mask;
   double dropout;
+  bool early_time_outs;  // every wait's first try_wait returns false (time_out_switch.hpp)
 };
 
 const Sm90Case kCases[] = {
-    {"bf16_d128_bhsd_q300_k300", InputDType::bf16, 128, 2, 2, 300, 300, Layout::bhsd, MaskSpec{}, 0.0},
+    {"bf16_d128_bhsd_q300_k300", InputDType::bf16, 128, 2, 2, 300, 300, Layout::bhsd, MaskSpec{}, 0.0, false},
     {"fp16_d64_gqa4_q1_k700_causal_bottom_right", InputDType::fp16, 64, 4, 1, 1, 700, Layout::bshd,
-     MaskSpec{true, true, -1, -1}, 0.0},
+     MaskSpec{true, true, -1, -1}, 0.0, false},
     {"bf16_d128_q384_k640_window_dropout", InputDType::bf16, 128, 2, 1, 384, 640, Layout::bhsd,
-     MaskSpec{false, false, 100, 30}, 0.1},
+     MaskSpec{false, false, 100, 30}, 0.1, false},
+    {"bf16_d128_q384_k640_window_dropout_early_time_outs", InputDType::bf16, 128, 2, 1, 384, 640, Layout::bhsd,
+     MaskSpec{false, false, 100, 30}, 0.1, true},
     {"fp16_d64_q520_k130_causal_top_left", InputDType::fp16, 64, 2, 2, 520, 130, Layout::bshd,
-     MaskSpec{true, false, -1, -1}, 0.0},
+     MaskSpec{true, false, -1, -1}, 0.0, false},
 };
 
 class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};
@@ -43,6 +49,8 @@ class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};
 TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   cudasim::set_sanitizer_enabled(true);
   const Sm90Case& c = GetParam();
+  std::optional<cudasim::EarlyTimeOuts> early;
+  if (c.early_time_outs) early.emplace();
   Problem p;
   p.batch = 1;
   p.heads = c.heads;

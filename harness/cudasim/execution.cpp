@@ -301,6 +301,7 @@ void Cta::start_threads(uint3 block) {
     t.wait_what = "";
     t.wait_mbarrier = 0;
     t.wait_timed_out = false;
+    t.early_time_out_taken = false;
     t.wait_barrier = -1;
     t.barriers_joined = 0;
     t.open_group.clear();

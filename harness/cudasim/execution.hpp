@@ -60,6 +60,7 @@ struct SimThread {
   const char* wait_what = "";
   std::uint32_t wait_mbarrier = 0;  // at_mbarrier: the object's shared address
   bool wait_timed_out = false;      // at_mbarrier: woken by the time limit, not by the phase
+  bool early_time_out_taken = false;  // its last try_wait timed out early (time_out_switch.hpp)
   int wait_barrier = -1;            // at_barrier: the barrier's id
   std::uint16_t barriers_joined = 0;  // named barriers (bit per id) it arrived at that have not completed
   std::vector<PendingCopy> open_group;                     // issued, not yet committed

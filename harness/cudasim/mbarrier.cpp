@@ -4,12 +4,15 @@
 #include "harness/cudasim/mbarrier.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "harness/cudasim/cta.hpp"
 #include "harness/cudasim/device_runtime.hpp"
 #include "harness/cudasim/report_text.hpp"
 #include "harness/cudasim/tensor_copy.hpp"
+#include "harness/cudasim/time_out_switch.hpp"
 
 namespace cudasim {
 
@@ -159,6 +162,10 @@ bool wait_for_phase(SimThread& t, Mbarrier& barrier, bool current, const char* o
   if (current) {
     const std::uint32_t waited = barrier.phase;
     try_complete(cta, barrier, true);
+    if (barrier.phase == waited && early_time_outs_enabled() && !t.early_time_out_taken) {
+      t.early_time_out_taken = true;  // the thread's next try_wait waits
+      return false;
+    }
     while (barrier.phase == waited) {
       barrier.waiters.push_back(&t);
       t.state = ThreadState::at_mbarrier;
@@ -176,10 +183,24 @@ bool wait_for_phase(SimThread& t, Mbarrier& barrier, bool current, const char* o
   }
   if (cta.sanitize()) cta.order().acquire(t.linear, barrier.completed);
   barrier.completed_observed = true;
+  t.early_time_out_taken = false;
   return true;
 }
 
+std::atomic<int> early_time_outs_setting{-1};  // -1: not decided yet
+
 }  // namespace
+
+bool early_time_outs_enabled() {
+  int setting = early_time_outs_setting.load(std::memory_order_relaxed);
+  if (setting < 0) {
+    const char* value = std::getenv("ATTNBENCH_CUDASIM_EARLY_TIME_OUTS");
+    setting = value && (std::string(value) == "1" || std::string(value) == "on") ? 1 : 0;
+    early_time_outs_setting.store(setting);
+  }
+  return setting == 1;
+}
+void set_early_time_outs_enabled(bool enabled) { early_time_outs_setting.store(enabled ? 1 : 0); }
 
 // 9.7.13.15.9 "mbarrier.init": phase 0, `count` expected and pending arrivals, tx-count 0.
 void mbarrier_init(std::uint32_t address, std::uint32_t count) {

@@ -78,6 +78,9 @@ __global__ void mbarrier_handoff_kernel(const float* in, float* out, Handoff var
       while (!attnbench::mbarrier_try_wait_parity(barrier, 0, 1000)) {
       }
       break;
+    case Handoff::single_try_wait:
+      static_cast<void>(attnbench::mbarrier_try_wait_parity(barrier, 0, 1000));
+      break;
     case Handoff::no_sync:
       break;
   }

@@ -18,7 +18,8 @@ enum class Handoff {
   wrong_parity,      // mbarrier: the reader waits for parity 1 (the phase before), which returns at once
   relay,             // mbarrier: one reader waits, then bar.sync passes the phase on to the rest
   relay_without_bar,  // … the rest read without the bar.sync
-  hinted             // mbarrier: the readers wait with a suspend-time hint
+  hinted,            // mbarrier: the readers wait with a suspend-time hint
+  single_try_wait    // mbarrier: the readers take one try_wait as the wait, ignoring its answer
 };
 // 128 threads: warps 0-1 write tile[t] = in[t], then bar.arrive 1, 128;
 // warps 2-3 bar.sync 1, 128 and write out[t - 64] = tile[t - 64].

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
+#include "harness/cudasim/time_out_switch.hpp"
 #include "harness/dtype.hpp"
 #include "kernels/cuda/hopper_gemm.hpp"
 
@@ -26,12 +28,13 @@ constexpr const char* kDevice = ATTNBENCH_TEST_DEVICE;
 struct GemmCase {
   int m, n, k;
   bool bf16;
+  bool early_time_outs = false;  // the simulator's try_waits time out once each (time_out_switch.hpp)
 };
 
 std::string name_of(const ::testing::TestParamInfo<GemmCase>& info) {
   const GemmCase& c = info.param;
   return std::string(c.bf16 ? "bf16" : "fp16") + "_m" + std::to_string(c.m) + "_n" + std::to_string(c.n) + "_k" +
-         std::to_string(c.k);
+         std::to_string(c.k) + (c.early_time_outs ? "_early_time_outs" : "");
 }
 
 class HopperGemm : public ::testing::TestWithParam<GemmCase> {};
@@ -46,6 +49,8 @@ TEST_P(HopperGemm, MatchesTheHostProduct) {
   if (!hopper_gemm_runs_here(why)) GTEST_SKIP() << why;
 
   const GemmCase c = GetParam();
+  std::optional<cudasim::EarlyTimeOuts> early;
+  if (c.early_time_outs) early.emplace();
   const auto count = [](int rows, int columns) { return static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns); };
   const auto encode = [&](float x) { return c.bf16 ? float_to_bfloat16(x) : float_to_half(x); };
   const auto decode = [&](std::uint16_t bits) { return c.bf16 ? bfloat16_to_float(bits) : half_to_float(bits); };
@@ -88,10 +93,12 @@ TEST_P(HopperGemm, MatchesTheHostProduct) {
 // Tails in every dimension: m 197 leaves a second CTA row with 69 rows (its
 // second consumer 5), n 136 a second CTA column of 8, k 328 a last k tile of 8.
 // 128 x 128 x 1024 is one CTA's tile through 16 turns of the 4-stage pipeline.
+// The last two run with every mbarrier wait's first try_wait timing out.
 INSTANTIATE_TEST_SUITE_P(Sizes, HopperGemm,
                          ::testing::Values(GemmCase{197, 136, 328, true}, GemmCase{64, 8, 8, false},
                                            GemmCase{130, 256, 72, false}, GemmCase{1, 24, 520, true},
-                                           GemmCase{128, 128, 1024, true}),
+                                           GemmCase{128, 128, 1024, true}, GemmCase{197, 136, 328, true, true},
+                                           GemmCase{130, 256, 72, false, true}),
                          name_of);
 
 }  // namespace

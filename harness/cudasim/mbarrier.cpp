@@ -160,12 +160,14 @@ void expect_tx(SimThread& t, Mbarrier& barrier, std::uint32_t bytes, const void*
 bool wait_for_phase(SimThread& t, Mbarrier& barrier, bool current, const char* operation, const void* pc) {
   Cta& cta = *t.cta;
   if (current) {
-    const std::uint32_t waited = barrier.phase;
-    try_complete(cta, barrier, true);
-    if (barrier.phase == waited && early_time_outs_enabled() && !t.early_time_out_taken) {
+    // An early time-out comes before the phase's pending transfers land, as
+    // the hardware's time limit may run out while they are in flight.
+    if (early_time_outs_enabled() && !t.early_time_out_taken) {
       t.early_time_out_taken = true;  // the thread's next try_wait waits
       return false;
     }
+    const std::uint32_t waited = barrier.phase;
+    try_complete(cta, barrier, true);
     while (barrier.phase == waited) {
       barrier.waiters.push_back(&t);
       t.state = ThreadState::at_mbarrier;

@@ -76,10 +76,11 @@ def exists(root, base, path):
 
 
 def ignored_folders(root):
-    """The folder patterns of .gitignore (`build/`, `results/`): where outputs go."""
+    """The folder patterns of .gitignore (`build/`, `/results/`): where outputs go.
+    A leading slash anchors a pattern at the root, where these paths start anyway."""
     gitignore = root / ".gitignore"
     lines = gitignore.read_text().splitlines() if gitignore.exists() else []
-    return [line.strip().rstrip("/") for line in lines if line.strip().endswith("/")]
+    return [line.strip().strip("/") for line in lines if line.strip().endswith("/")]
 
 
 def checked_path(root, word):
@@ -133,19 +134,24 @@ def problems_in(root, document):
 
 def check_the_checker():
     """The checks themselves: a citation wrapped over two lines, a path outside the
-    checkout and a missing file are each found."""
+    checkout and a missing file are each found; an output under a folder
+    .gitignore anchors at the root is not, once a run has made the folder."""
     import tempfile
     with tempfile.TemporaryDirectory() as directory:
         root = pathlib.Path(directory)
         (root / "docs").mkdir()
         document = root / "docs" / "doc.md"
+        (root / "results").mkdir()
+        (root / ".gitignore").write_text("/results/\n")
         document.write_text("The reproducers of issue\n13 are kept; see `../shared/DESIGN.md`\n"
-                            "and `docs/missing.md`.\n")
+                            "and `docs/missing.md`; a run writes `results/run.json`.\n")
         found = problems_in(root, document)
         expected = ["docs/doc.md:1: cites a tracker issue (issue 13)", "../shared/DESIGN.md does not exist",
                     "docs/missing.md does not exist"]
         missed = [e for e in expected if not any(e in problem for problem in found)]
         assert not missed, f"the doc check misses {missed}; it found {found}"
+        assert not any("results/run.json" in problem for problem in found), \
+            f"the doc check takes an output for a missing file: {found}"
 
 
 def main():

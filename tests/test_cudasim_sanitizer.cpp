@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "harness/backend.hpp"
+#include "harness/cudasim/environment_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/errors.hpp"
 #include "tests/cudasim/sanitizer_kernels.hpp"
@@ -214,6 +216,35 @@ TEST_F(Sanitizer, AtomicAddsFromConcurrentCtasAllLand) {
   EXPECT_EQ(out_[0], 16.0f * 64);
   EXPECT_EQ(out_[2], 16.0f * 64);
   EXPECT_EQ(out_[3], 2.0f * 16 * 64);
+}
+
+// The simulator's switches (the sanitizer, early time-outs): the environment
+// turns one from its default, read once; a test's set() overrides it.
+TEST(EnvironmentSwitch, TheVariableTurnsTheSwitchFromItsDefaultAndSetOverridesIt) {
+  const char* const variable = "ATTNBENCH_TEST_ENVIRONMENT_SWITCH";
+  const auto read = [&](const char* value, bool on_by_default) {
+    if (value) setenv(variable, value, 1);
+    else unsetenv(variable);
+    cudasim::EnvironmentSwitch toggle(variable, on_by_default);
+    return toggle.enabled();
+  };
+  EXPECT_TRUE(read(nullptr, true));
+  EXPECT_FALSE(read("0", true));
+  EXPECT_FALSE(read("off", true));
+  EXPECT_TRUE(read("1", true));
+  EXPECT_FALSE(read(nullptr, false));
+  EXPECT_TRUE(read("1", false));
+  EXPECT_TRUE(read("on", false));
+  EXPECT_FALSE(read("0", false));
+  EXPECT_FALSE(read("yes", false)) << "only 1 and on turn it on";
+
+  setenv(variable, "on", 1);
+  cudasim::EnvironmentSwitch early(variable, false);
+  EXPECT_TRUE(early.enabled());
+  unsetenv(variable);
+  EXPECT_TRUE(early.enabled()) << "the variable is read once";
+  early.set(false);
+  EXPECT_FALSE(early.enabled());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <initializer_list>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -268,50 +269,64 @@ TEST(FlashGeometry, KeyTilesHoldEveryVisibleKeyAndSkippedTilesNone) {
   }
 }
 
-// Every mask and length edge at every position of the forward's tiling (its
-// traits), exhaustively: each CTA (kBlockM rows) and each warp (kWarpRows rows)
-// visits exactly the key tiles from the first to the last that hold a key one
-// of its rows sees, by is_visible() over every element, and a warp skips the
+// Rows of a CTA that a kernel treats as a unit: a CTA, a warp, a consumer warpgroup.
+struct RowGroup {
+  int rows;
+  const char* name;
+};
+
+// Every mask and length edge at every position of a kernel's tiling,
+// exhaustively: each group of `bounded` (its rows) visits exactly the key tiles
+// from the first to the last that hold a key one of its rows sees, by
+// is_visible() over every element, and each group of `predicated` skips the
 // per-element predicates (tile_fully_visible) exactly on the tiles whose every
-// element is visible. One CTA and one key tile past the valid lengths are
-// checked as well (a padded grid): they hold nothing, so nothing is visited.
-template <typename Traits>
-void expect_forward_tiles_at_every_edge_position() {
-  const test::Tiling tiling = test::tiling_of<Traits>();
+// element is visible to its rows. One CTA and one key tile past the valid
+// lengths are checked as well (a padded grid): they hold nothing, so nothing is
+// visited.
+void expect_key_tiles_at_every_edge_position(const test::Tiling& tiling, std::initializer_list<RowGroup> bounded,
+                                             RowGroup predicated) {
   test::FailureLog log;
   test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
                                             int query_tiles, int key_tiles) {
-    const auto check = [&](std::int64_t row_begin, int rows, const char* who) {
-      const KeyTileRange range = flash_key_tiles(c.mask, row_begin, row_begin + rows, c.len_q, c.len_k, tiling.block_n);
-      const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
-        return grid.any(row_begin, row_begin + rows, std::int64_t{tile} * tiling.block_n,
-                        std::int64_t{tile + 1} * tiling.block_n);
-      });
-      if (!expected.is(range.first, range.end) && log.add()) {
-        ADD_FAILURE() << who << " rows [" << row_begin << ", " << row_begin + rows << ") of " << c.describe()
-                      << ": visits key tiles [" << range.first << ", " << range.end << "), the tiles with a visible key are ["
-                      << expected.first << ", " << expected.end << ")";
-      }
-    };
     for (int cta = 0; cta < query_tiles; ++cta) {
       const std::int64_t cta_row = std::int64_t{cta} * tiling.block_m;
-      check(cta_row, tiling.block_m, "CTA");
-      for (std::int64_t warp_row = cta_row; warp_row < cta_row + tiling.block_m; warp_row += tiling.warp_rows) {
-        check(warp_row, tiling.warp_rows, "warp");
+      for (const RowGroup& group : bounded) {
+        for (std::int64_t row = cta_row; row < cta_row + tiling.block_m; row += group.rows) {
+          const KeyTileRange range = flash_key_tiles(c.mask, row, row + group.rows, c.len_q, c.len_k, tiling.block_n);
+          const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
+            return grid.any(row, row + group.rows, std::int64_t{tile} * tiling.block_n,
+                            std::int64_t{tile + 1} * tiling.block_n);
+          });
+          if (!expected.is(range.first, range.end) && log.add()) {
+            ADD_FAILURE() << group.name << " rows [" << row << ", " << row + group.rows << ") of " << c.describe()
+                          << ": visits key tiles [" << range.first << ", " << range.end
+                          << "), the tiles with a visible key are [" << expected.first << ", " << expected.end << ")";
+          }
+        }
+      }
+      for (std::int64_t row = cta_row; row < cta_row + tiling.block_m; row += predicated.rows) {
         for (int tile = 0; tile < key_tiles; ++tile) {
           const std::int64_t first_key = std::int64_t{tile} * tiling.block_n;
-          const bool full = tile_fully_visible(c.mask, warp_row, warp_row + tiling.warp_rows, first_key,
+          const bool full = tile_fully_visible(c.mask, row, row + predicated.rows, first_key,
                                                first_key + tiling.block_n, c.len_q, c.len_k);
-          if (full != grid.all(warp_row, warp_row + tiling.warp_rows, first_key, first_key + tiling.block_n) &&
-              log.add()) {
-            ADD_FAILURE() << "warp rows from " << warp_row << ", key tile " << tile << " of " << c.describe()
-                          << ": tile_fully_visible says " << full;
+          if (full != grid.all(row, row + predicated.rows, first_key, first_key + tiling.block_n) && log.add()) {
+            ADD_FAILURE() << predicated.name << " rows from " << row << ", key tile " << tile << " of "
+                          << c.describe() << ": tile_fully_visible says " << full;
           }
         }
       }
     }
   });
   EXPECT_EQ(log.failures(), 0);
+}
+
+// cuda.flash: each CTA (kBlockM rows) and each warp (kWarpRows rows) bounds its
+// key tiles; a warp decides which tiles skip the predicates.
+template <typename Traits>
+void expect_forward_tiles_at_every_edge_position() {
+  const test::Tiling tiling = test::tiling_of<Traits>();
+  expect_key_tiles_at_every_edge_position(tiling, {{tiling.block_m, "CTA"}, {tiling.warp_rows, "warp"}},
+                                          {tiling.warp_rows, "warp"});
 }
 
 TEST(FlashGeometry, EveryCtaAndWarpVisitsExactlyTheKeyTilesWithVisibleKeysAtEveryEdgePosition) {
@@ -321,47 +336,13 @@ TEST(FlashGeometry, EveryCtaAndWarpVisitsExactlyTheKeyTilesWithVisibleKeysAtEver
   }
 }
 
-// cuda.flash.sm90 at every edge position of its tiling, exhaustively: each CTA
-// (kBlockM rows) visits exactly the key tiles from the first to the last that
-// hold a key one of its rows sees, by is_visible() over every element (its two
+// cuda.flash.sm90: each CTA (kBlockM rows) bounds its key tiles (its two
 // consumers follow the CTA's range), and a consumer warpgroup (kConsumerRows
-// rows) skips the per-element predicates exactly on the tiles whose every
-// element is visible to its rows.
+// rows) decides which tiles skip the predicates.
 template <typename Traits>
 void expect_sm90_tiles_at_every_edge_position() {
   const test::Tiling tiling = test::tiling_of<Traits>();
-  test::FailureLog log;
-  test::for_every_edge_position(tiling, [&](const test::MaskedLengths& c, const test::VisibilityGrid& grid,
-                                            int query_tiles, int key_tiles) {
-    for (int cta = 0; cta < query_tiles; ++cta) {
-      const std::int64_t cta_row = std::int64_t{cta} * Traits::kBlockM;
-      const KeyTileRange range =
-          flash_key_tiles(c.mask, cta_row, cta_row + Traits::kBlockM, c.len_q, c.len_k, Traits::kBlockN);
-      const test::TileHull expected = test::tiles_with_visible_elements(key_tiles, [&](int tile) {
-        return grid.any(cta_row, cta_row + Traits::kBlockM, std::int64_t{tile} * Traits::kBlockN,
-                        std::int64_t{tile + 1} * Traits::kBlockN);
-      });
-      if (!expected.is(range.first, range.end) && log.add()) {
-        ADD_FAILURE() << "CTA rows from " << cta_row << " of " << c.describe() << ": visits key tiles ["
-                      << range.first << ", " << range.end << "), the tiles with a visible key are [" << expected.first
-                      << ", " << expected.end << ")";
-      }
-      for (int consumer = 0; consumer < Traits::kConsumers; ++consumer) {
-        const std::int64_t row = cta_row + std::int64_t{consumer} * Traits::kConsumerRows;
-        for (int tile = 0; tile < key_tiles; ++tile) {
-          const std::int64_t first_key = std::int64_t{tile} * Traits::kBlockN;
-          const bool full = tile_fully_visible(c.mask, row, row + Traits::kConsumerRows, first_key,
-                                               first_key + Traits::kBlockN, c.len_q, c.len_k);
-          if (full != grid.all(row, row + Traits::kConsumerRows, first_key, first_key + Traits::kBlockN) &&
-              log.add()) {
-            ADD_FAILURE() << "consumer rows from " << row << ", key tile " << tile << " of " << c.describe()
-                          << ": tile_fully_visible says " << full;
-          }
-        }
-      }
-    }
-  });
-  EXPECT_EQ(log.failures(), 0);
+  expect_key_tiles_at_every_edge_position(tiling, {{tiling.block_m, "CTA"}}, {Traits::kConsumerRows, "consumer"});
 }
 
 TEST(FlashSm90Geometry, EveryCtaAndConsumerBoundsItsKeyTilesExactlyAtEveryEdgePosition) {

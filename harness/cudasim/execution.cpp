@@ -14,6 +14,7 @@
 #include <boost/context/stack_context.hpp>
 
 #include "harness/cudasim/cta.hpp"
+#include "harness/cudasim/environment_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/symbolize.hpp"
 #include "harness/errors.hpp"
@@ -128,19 +129,11 @@ std::string describe_thread(int linear) {
 // ---- the sanitizer switch ----------------------------------------------------------
 
 namespace {
-std::atomic<int> sanitizer_setting{-1};  // -1: not decided yet
+EnvironmentSwitch sanitizer_switch("ATTNBENCH_CUDASIM_SANITIZER", true);
 }
 
-bool sanitizer_enabled() {
-  int setting = sanitizer_setting.load();
-  if (setting < 0) {
-    const char* value = std::getenv("ATTNBENCH_CUDASIM_SANITIZER");
-    setting = value && (std::string(value) == "0" || std::string(value) == "off") ? 0 : 1;
-    sanitizer_setting.store(setting);
-  }
-  return setting == 1;
-}
-void set_sanitizer_enabled(bool enabled) { sanitizer_setting.store(enabled ? 1 : 0); }
+bool sanitizer_enabled() { return sanitizer_switch.enabled(); }
+void set_sanitizer_enabled(bool enabled) { sanitizer_switch.set(enabled); }
 
 // ---- findings ----------------------------------------------------------------------
 

@@ -4,12 +4,11 @@
 #include "harness/cudasim/mbarrier.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <string>
 
 #include "harness/cudasim/cta.hpp"
 #include "harness/cudasim/device_runtime.hpp"
+#include "harness/cudasim/environment_switch.hpp"
 #include "harness/cudasim/report_text.hpp"
 #include "harness/cudasim/tensor_copy.hpp"
 #include "harness/cudasim/time_out_switch.hpp"
@@ -189,20 +188,12 @@ bool wait_for_phase(SimThread& t, Mbarrier& barrier, bool current, const char* o
   return true;
 }
 
-std::atomic<int> early_time_outs_setting{-1};  // -1: not decided yet
+EnvironmentSwitch early_time_outs_switch("ATTNBENCH_CUDASIM_EARLY_TIME_OUTS", false);
 
 }  // namespace
 
-bool early_time_outs_enabled() {
-  int setting = early_time_outs_setting.load(std::memory_order_relaxed);
-  if (setting < 0) {
-    const char* value = std::getenv("ATTNBENCH_CUDASIM_EARLY_TIME_OUTS");
-    setting = value && (std::string(value) == "1" || std::string(value) == "on") ? 1 : 0;
-    early_time_outs_setting.store(setting);
-  }
-  return setting == 1;
-}
-void set_early_time_outs_enabled(bool enabled) { early_time_outs_setting.store(enabled ? 1 : 0); }
+bool early_time_outs_enabled() { return early_time_outs_switch.enabled(); }
+void set_early_time_outs_enabled(bool enabled) { early_time_outs_switch.set(enabled); }
 
 // 9.7.13.15.9 "mbarrier.init": phase 0, `count` expected and pending arrivals, tx-count 0.
 void mbarrier_init(std::uint32_t address, std::uint32_t count) {

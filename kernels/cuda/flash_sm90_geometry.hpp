@@ -1,8 +1,8 @@
 // The tiling of cuda.flash.sm90's forward (kernels/cuda/flash_sm90_forward.cu),
-// pure C++ so tests/test_flash_sm90_geometry.cpp checks its budgets and its
-// mask arithmetic on the CPU, and the generated shapes of the correctness
-// matrix (tests/generated_shapes.hpp) put every mask edge at every position of
-// it. The key tiles a CTA visits are flash_key_tiles() of its kBlockM rows
+// pure C++: its budgets are checked at compile time below, its mask arithmetic
+// on the CPU by tests/test_flash_geometry.cpp, and the generated shapes of the
+// correctness matrix (tests/generated_shapes.hpp) put every mask edge at every
+// position of it. The key tiles a CTA visits are flash_key_tiles() of its kBlockM rows
 // (kernels/cuda/flash_geometry.hpp), shared with cuda.flash.
 #pragma once
 

@@ -7,7 +7,10 @@ flash_sm90_forward_kernel, requires: wgmma (HGMMA), the register split per role
 (USETMAXREG), TMA loads (UTMALDG), mbarrier operations (SYNCS), a wgmma wait
 that leaves a group in flight (WARPGROUP.DEPBAR with a non-zero count: the
 softmax overlapping P·V; ptxas turns every wait into a count of 0 when it
-serialises the wgmmas, warning C7514), and no local-memory loads or stores
+serialises the wgmmas, warning C7514), the consumers' ping-pong (named
+barriers of 256 threads: BAR.SYNC to wait for a turn, BAR.ARV to pass it), the
+epilogue's stmatrix (STSM) and TMA store (UTMASTG), and no local-memory loads
+or stores
 (LDL, STL: a spill or an array ptxas could not keep in registers). Prints one line per kernel; exits 1 when one fails, 4 when
 cuobjdump or the kernels cannot be found.
 
@@ -24,7 +27,8 @@ import shutil
 import subprocess
 import sys
 
-REQUIRED = ("HGMMA", "USETMAXREG", "UTMALDG", "SYNCS", "DEPBAR_NONZERO")
+REQUIRED = ("HGMMA", "USETMAXREG", "UTMALDG", "SYNCS", "DEPBAR_NONZERO", "TURN_SYNC", "TURN_ARRIVE", "STSM",
+            "UTMASTG")
 FORBIDDEN = ("LDL", "STL")
 
 
@@ -85,6 +89,8 @@ def main():
         text = "\n".join(lines)
         counts = {op: len(re.findall(r"\b" + op + r"\b", text)) for op in REQUIRED + FORBIDDEN}
         counts["DEPBAR_NONZERO"] = len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x[1-9a-f]", text))
+        counts["TURN_SYNC"] = len(re.findall(r"\bBAR\.SYNC\S* R\d+, 0x100\b", text))
+        counts["TURN_ARRIVE"] = len(re.findall(r"\bBAR\.ARV R\d+, 0x100\b", text))
         missing = [op for op in REQUIRED if counts[op] == 0]
         present = [op for op in FORBIDDEN if counts[op] > 0]
         ok = not missing and not present

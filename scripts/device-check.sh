@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The prepared GPU check: on a machine with a GPU, build
-# for the GPU present (dependencies from .deps, see scripts/gather-deps.sh), run
-# the GPU-labelled tests (the correctness matrix of every CUDA implementation,
-# forward and gradients, and the Hopper GEMM), show the Hopper GEMM's SASS
-# and its own run, run a short forward and forward+backward benchmark
+# for the GPU present (dependencies from .deps, see scripts/gather-deps.sh);
+# on a Hopper, time cuda.flash.sm90 on the FlashAttention-3 forward grid and
+# the paper's ablation first (the figures only a GPU gives, each section under
+# its own time limit); run the GPU-labelled tests (the correctness matrix of
+# every CUDA implementation, forward and gradients, and the Hopper GEMM), show
+# the Hopper GEMM's SASS and its own run and cuda.flash.sm90's SASS, run a
+# short forward and forward+backward benchmark
 # (with the CUPTI profiling pass: measured DRAM bytes beside the models),
 # cross-check one case's DRAM bytes with ncu, run compute-sanitizer's memcheck,
 # racecheck and synccheck on one small padded, causal case with dropout for
@@ -53,6 +56,31 @@ step "ptxas: $spills kernel(s) with spills (ptxas.log)"
 
 bin=build-gpu/harness
 "$bin/attnbench" info --json > "$out/info.json" 2>&1
+
+# The Hopper forward's figures first, the ones nothing but a GPU gives:
+# cuda.flash.sm90 beside cuda.flash and cuda.cublas on the FlashAttention-3
+# forward grid (the longest sequences first), then the paper's ablation (each
+# of the kernel's two overlaps off by its run-time flag). Each under its own
+# time limit, so a slow section cannot take the rest of the lease; a section
+# cut short keeps the cases it finished (the results file is written as the
+# run goes). Skipped on a GPU that is not a Hopper.
+fa3_status=skipped
+ablation_status=skipped
+if [[ ${capability:-90} == 90 ]]; then
+  step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most 240 s)"
+  timeout 240 "$bin/attnbench" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" \
+    > "$out/fa3_grid.log" 2>&1
+  fa3_status=$?
+  "$bin/attnbench" report "$out/fa3_grid.json" --table seqlen > "$out/report-fa3-grid.md" 2>> "$out/fa3_grid.log"
+  step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
+  step "FlashAttention-3 ablation (scenarios/fa3_ablation.json, at most 60 s)"
+  timeout 60 "$bin/attnbench" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" \
+    > "$out/fa3_ablation.log" 2>&1
+  ablation_status=$?
+  "$bin/attnbench" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" \
+    2>> "$out/fa3_ablation.log"
+  step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
+fi
 
 step "GPU tests (ctest -L gpu)"
 ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 -j 4 > "$out/gpu-tests.log" 2>&1
@@ -212,13 +240,19 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="
 grep -E "\*\*\*Failed|Exception" "$out/gpu-tests.log" | head -n 20 || true
 echo "== compute-sanitizer =="
 grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|Program hit|Invalid|Race reported" "$out"/sanitizer-*.log 2>/dev/null | head -n 20 || true
+for section in fa3-grid fa3-ablation; do
+  if [[ -f $out/report-$section.md ]]; then
+    echo "== cuda.flash.sm90: $section (median ms and TFLOP/s) =="
+    cat "$out/report-$section.md"
+  fi
+done
 echo "== benchmark (median ms and TFLOP/s) =="
 cat "$out/report-seqlen.md"
 if [[ -f $out/report-peers.md ]]; then

@@ -34,7 +34,8 @@ const Implementation& implementation(const char* algorithm) {
   return *found;
 }
 
-const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple", "flash.sm90", "flash.sm90.serial"};
+const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple", "flash.sm90", "flash.sm90.serial",
+                                   "flash.sm90.no_pingpong"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -100,7 +101,7 @@ TEST(CudaRegistry, TheReasonFitsWhatIsInstalled) {
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
       {named("cublas"), true}, {named("flash"), true}, {named("flash.simple"), false},
-      {named("flash.sm90"), false}, {named("flash.sm90.serial"), false}};
+      {named("flash.sm90"), false}, {named("flash.sm90.serial"), false}, {named("flash.sm90.no_pingpong"), false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
@@ -169,6 +170,7 @@ TEST(CudaRegistry, TheyRefuseWhatTheirKernelsCannotLaunchSayingWhy) {
       {"flash", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
       {"flash.sm90", [] { Problem p = square_problem(128, 64); p.heads = p.kv_heads = 65536; return p; }(), "65535"},
       {"flash.sm90.serial", [] { Problem p = square_problem(128, 128); p.batch = 65536; return p; }(), "65535"},
+      {"flash.sm90.no_pingpong", square_problem(128, 96), "head_dim 64 and 128"},
       {"flash.simple", square_problem(128, 12), "multiples of 8 from 8 to 256"},
       {"flash.simple", square_problem(128, 264), "multiples of 8 from 8 to 256"},
       {"flash.simple", [] { Problem p = square_problem(128, 64); p.batch = 65536; return p; }(), "65535"},
@@ -206,7 +208,7 @@ TEST(CudaRegistry, TheConfigurationRecordsTheKernelsTiles) {
   EXPECT_FALSE(implementation("flash").configuration(p, context).contains("backward"));
 
   p.direction = Direction::fwd;
-  for (const char* algorithm : {"flash.sm90", "flash.sm90.serial"}) {
+  for (const char* algorithm : {"flash.sm90", "flash.sm90.serial", "flash.sm90.no_pingpong"}) {
     for (const std::int64_t head_dim : {64, 128}) {
       p.head_dim = head_dim;
       const auto sm90 = implementation(algorithm).configuration(p, context)["forward"];
@@ -220,7 +222,8 @@ TEST(CudaRegistry, TheConfigurationRecordsTheKernelsTiles) {
       };
       if (head_dim == 64) traits(Sm90Traits<64>{});
       else traits(Sm90Traits<128>{});
-      EXPECT_EQ(sm90["softmax_overlaps_pv"], std::string(algorithm) == "flash.sm90") << algorithm;
+      EXPECT_EQ(sm90["softmax_overlaps_pv"], std::string(algorithm) != "flash.sm90.serial") << algorithm;
+      EXPECT_EQ(sm90["pingpong"], std::string(algorithm) != "flash.sm90.no_pingpong") << algorithm;
     }
   }
   EXPECT_NE(Sm90Traits<64>::kSharedBytes, Sm90Traits<128>::kSharedBytes) << "the head dims are told apart";

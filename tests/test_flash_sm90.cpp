@@ -6,8 +6,12 @@
 // heads 4:1, and every mbarrier wait's first try_wait timing out as the
 // hardware's may (its retry loops run). Each case: fresh random inputs,
 // poisoned outputs, the fp64 oracle, and the fused-versus-baseline rule
-// against cudasim.cublas, for the kernel with its softmax/P·V overlap
-// (cudasim.flash.sm90) and without (cudasim.flash.sm90.serial).
+// against cudasim.cublas, for the kernel with both its overlaps
+// (cudasim.flash.sm90), without the softmax/P·V overlap
+// (cudasim.flash.sm90.serial) and without the consumers' ping-pong
+// (cudasim.flash.sm90.no_pingpong). And the schedule itself, traced by the
+// simulator (schedule_trace.hpp): the softmax's exponentials run while a P·V
+// is in flight, and the consumers issue their GEMMs in turns.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -15,6 +19,7 @@
 
 #include "harness/backend.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
+#include "harness/cudasim/schedule_trace.hpp"
 #include "harness/cudasim/time_out_switch.hpp"
 #include "harness/measure/accuracy.hpp"
 #include "harness/measure/session.hpp"
@@ -68,7 +73,8 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   const AccuracySettings settings;
   CaseData data(p, settings, 2);
   std::map<std::string, AccuracyResult> results;
-  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial", "cudasim.cublas"}) {
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial", "cudasim.flash.sm90.no_pingpong",
+                           "cudasim.cublas"}) {
     Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
     std::string skip_reason;
@@ -77,7 +83,7 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
     session->checked_call();
     results[name] = session->check_accuracy(session->copy_outputs());
   }
-  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial"}) {
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial", "cudasim.flash.sm90.no_pingpong"}) {
     AccuracyResult& sm90 = results.at(name);
     apply_baseline_rule(sm90, results.at("cudasim.cublas"), element_type(c.dtype), settings);
     EXPECT_TRUE(sm90.rule_applied) << name;
@@ -88,6 +94,93 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
 std::string case_name(const ::testing::TestParamInfo<Sm90Case>& param_info) { return param_info.param.name; }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90, ::testing::ValuesIn(kCases), case_name);
+
+// ---- The schedule --------------------------------------------------------------
+
+// One forward call of `implementation` on B1 H2 N512 d64 (four key tiles per
+// CTA), traced, on one host thread.
+struct TracedCall {
+  std::uint64_t exponentials = 0, beside_wgmma = 0;
+  std::map<std::uint64_t, std::vector<int>> commits;
+};
+TracedCall traced_call(const char* implementation_name) {
+  cudasim::set_sanitizer_enabled(true);
+  Problem p;
+  p.batch = 1;
+  p.heads = p.kv_heads = 2;
+  p.seqlen_q = p.seqlen_k = 512;
+  p.head_dim = 64;
+  p.dtype = InputDType::fp16;
+  p.input.seed = 7;
+  resolve_lengths(p);
+  const AccuracySettings settings;
+  CaseData data(p, settings, 1);
+  Implementation* implementation = ImplementationRegistry::instance().find(implementation_name);
+  EXPECT_NE(implementation, nullptr) << implementation_name;
+  TracedCall traced;
+  if (implementation == nullptr) return traced;
+  std::string skip_reason;
+  const auto session = ImplementationSession::open(*implementation, data, 1, skip_reason);
+  EXPECT_TRUE(session) << implementation_name << " did not run: " << skip_reason;
+  if (!session) return traced;
+  const cudasim::ScheduleTrace trace;
+  session->checked_call();
+  traced.exponentials = trace.exponentials();
+  traced.beside_wgmma = trace.exponentials_beside_wgmma();
+  traced.commits = trace.commits_by_cta();
+  EXPECT_EQ(session->check_accuracy(session->copy_outputs()).status, "passed") << implementation_name;
+  return traced;
+}
+
+// The warpgroup of each turn: consecutive commits of one warpgroup merged.
+std::vector<int> turns(const std::vector<int>& commits) {
+  std::vector<int> merged;
+  for (int warpgroup : commits) {
+    if (merged.empty() || merged.back() != warpgroup) merged.push_back(warpgroup);
+  }
+  return merged;
+}
+
+// With the overlap, every exponential of a consumer's softmax after its first
+// tile runs while the consumer's previous P·V is in flight: all but the first
+// tile's 64 per thread (8 CTAs × 256 consumer threads; no rescale factor is
+// needed there). Without it (.serial), none does.
+TEST(FlashSm90Schedule, TheSoftmaxRunsWhileTheLastPvIsInFlightOnlyWithTheOverlap) {
+  const TracedCall overlapped = traced_call("cudasim.flash.sm90");
+  ASSERT_GT(overlapped.exponentials, 0u);
+  EXPECT_EQ(overlapped.exponentials - overlapped.beside_wgmma, 8u * 256 * 64)
+      << overlapped.beside_wgmma << " of " << overlapped.exponentials;
+  const TracedCall serial = traced_call("cudasim.flash.sm90.serial");
+  EXPECT_EQ(serial.exponentials, overlapped.exponentials);
+  EXPECT_EQ(serial.beside_wgmma, 0u);
+}
+
+// With the ping-pong, each CTA's two consumers (warpgroups 1 and 2) issue
+// their GEMMs in strict turns, consumer 0 first, 5 turns each: S of the first
+// tile; S(j + 1) with P(j)·V(j) three times (.serial: P(j)·V(j), then S(j + 1));
+// the last P·V. Without it the simulator switches warpgroups at every
+// collective, so one consumer's commits come between the other's.
+TEST(FlashSm90Schedule, TheConsumersIssueTheirGemmsInTurnsOnlyWithThePingpong) {
+  const auto alternating = [](int count) {
+    std::vector<int> expected;
+    for (int i = 0; i < 2 * count; ++i) expected.push_back(1 + i % 2);
+    return expected;
+  };
+  for (const char* implementation : {"cudasim.flash.sm90", "cudasim.flash.sm90.serial"}) {
+    const TracedCall traced = traced_call(implementation);
+    ASSERT_EQ(traced.commits.size(), 8u) << implementation << ": 4 query tiles × 2 heads";
+    for (const auto& [cta, commits] : traced.commits) {
+      EXPECT_EQ(commits.size(), 2u * (1 + 2 * 3 + 1)) << implementation << ", CTA " << cta;
+      EXPECT_EQ(turns(commits), alternating(5)) << implementation << ", CTA " << cta;
+    }
+  }
+  const TracedCall free = traced_call("cudasim.flash.sm90.no_pingpong");
+  ASSERT_EQ(free.commits.size(), 8u);
+  for (const auto& [cta, commits] : free.commits) {
+    EXPECT_EQ(commits.size(), 2u * (1 + 2 * 3 + 1)) << "CTA " << cta;
+    EXPECT_NE(turns(commits), alternating(5)) << "CTA " << cta << ": the consumers took turns without the ping-pong";
+  }
+}
 
 }  // namespace
 }  // namespace attnbench

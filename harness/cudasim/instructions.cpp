@@ -14,6 +14,7 @@
 #include "harness/cudasim/cta.hpp"
 #include "harness/cudasim/device_runtime.hpp"
 #include "harness/cudasim/report_text.hpp"
+#include "harness/cudasim/schedule_trace.hpp"
 #include "harness/dtype.hpp"
 
 namespace cudasim {
@@ -467,7 +468,12 @@ void mma_m16n8k16_f32(MmaInputType type, float* d, const std::uint32_t* a, const
   std::memcpy(d, out, sizeof out);
 }
 
-float ex2_approx_ftz_f32(float x) { return ptx::ex2_approx_ftz(x); }
+float ex2_approx_ftz_f32(float x) {
+  if (schedule_traced() && current_thread != nullptr) {
+    trace_exponential(current_thread->wgmma.committed > current_thread->wgmma.completed);
+  }
+  return ptx::ex2_approx_ftz(x);
+}
 
 // ---- Hopper warp collectives ---------------------------------------------------------
 

@@ -16,6 +16,7 @@
 #include "harness/cudasim/device_runtime.hpp"
 #include "harness/cudasim/instructions.hpp"
 #include "harness/cudasim/report_text.hpp"
+#include "harness/cudasim/schedule_trace.hpp"
 #include "harness/dtype.hpp"
 
 namespace cudasim {
@@ -314,6 +315,12 @@ void wgmma_commit_group() {
       SimThread& t = warpgroup_thread(cta, group.index, i);
       ++t.wgmma.committed;
       t.wgmma.fences_at_last_commit = t.wgmma.fences;
+    }
+    if (schedule_traced()) {
+      const GridLaunch& grid = cta.launch().configuration();
+      const uint3 block = cta.block();
+      trace_wgmma_commit(block.x + std::uint64_t{grid.grid.x} * (block.y + std::uint64_t{grid.grid.y} * block.z),
+                         group.index);
     }
   });
 }

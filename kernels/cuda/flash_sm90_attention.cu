@@ -2,9 +2,12 @@
 // (kernels/cuda/flash_sm90_forward.cu: TMA, mbarrier pipeline, wgmma), forward
 // only. Built for sm_90a alone: on any other GPU it is unavailable and says
 // why. Its workspace is the per-batch lengths of a padded problem. Registered
-// twice: cuda.flash.sm90, and cuda.flash.sm90.serial, the same kernel instance
-// with the softmax/P·V overlap switched off by its runtime flag, so that a GPU
-// run measures what the overlap is worth.
+// three times, the same kernel instances with the schedule's run-time flags
+// (Sm90Schedule) set apart, so that a GPU run measures what each overlap is
+// worth: cuda.flash.sm90 (both on), cuda.flash.sm90.serial (each tile's
+// softmax after the previous P·V, the consumers still taking turns) and
+// cuda.flash.sm90.no_pingpong (the consumers issuing their GEMMs whenever they
+// are ready).
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,15 +26,24 @@ namespace {
 
 class CudaFlashSm90 final : public CudaImplementation {
  public:
-  explicit CudaFlashSm90(bool overlap) : overlap_(overlap) {}
+  explicit CudaFlashSm90(Sm90Schedule schedule) : schedule_(schedule) {}
   std::string_view name() const override {
-    return overlap_ ? ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90") : ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.serial");
+    if (!schedule_.softmax_overlaps_pv) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.serial");
+    if (!schedule_.pingpong) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.no_pingpong");
+    return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90");
   }
   std::string_view summary() const override {
-    return overlap_ ? "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier "
-                      "pipeline, a producer warpgroup and two wgmma consumer warpgroups, each tile's softmax "
-                      "overlapping the previous P·V; O(N) memory"
-                    : "cuda.flash.sm90 with the softmax/P·V overlap switched off (its runtime flag): the ablation";
+    if (!schedule_.softmax_overlaps_pv) {
+      return "cuda.flash.sm90 with the softmax/P·V overlap inside a consumer switched off (a run-time flag): "
+             "the ablation";
+    }
+    if (!schedule_.pingpong) {
+      return "cuda.flash.sm90 with the ping-pong between its consumer warpgroups switched off (a run-time flag): "
+             "the ablation";
+    }
+    return "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier pipeline, a "
+           "producer warpgroup and two wgmma consumer warpgroups taking turns at the tensor cores, each tile's "
+           "softmax overlapping the previous P·V; O(N) memory";
   }
   std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
@@ -76,7 +88,7 @@ class CudaFlashSm90 final : public CudaImplementation {
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const cudaStream_t stream = stream_of(context);
     launch_flash_sm90_forward(make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream)), p.dtype,
-                              buffers, overlap_, stream);
+                              buffers, schedule_, stream);
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext&) const override {
@@ -85,7 +97,8 @@ class CudaFlashSm90 final : public CudaImplementation {
                                    {"block_n", shape.block_n},
                                    {"warpgroups", {{"producer", 1}, {"consumers", shape.consumers}}},
                                    {"stages", shape.stages},
-                                   {"softmax_overlaps_pv", overlap_},
+                                   {"softmax_overlaps_pv", schedule_.softmax_overlaps_pv},
+                                   {"pingpong", schedule_.pingpong},
                                    {"shared_memory_bytes", shape.shared_bytes},
                                    {"loads", "TMA (cp.async.bulk.tensor), 128-byte swizzle, full/empty mbarriers"},
                                    {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S: SS, P·V: RS"},
@@ -94,11 +107,14 @@ class CudaFlashSm90 final : public CudaImplementation {
   }
 
  private:
-  bool overlap_;
+  Sm90Schedule schedule_;
 };
 
-const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(true); }};
-const ImplementationRegistration kSerialRegistration{[] { return std::make_unique<CudaFlashSm90>(false); }};
+const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{}); }};
+const ImplementationRegistration kSerialRegistration{
+    [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{false, true}); }};
+const ImplementationRegistration kNoPingpongRegistration{
+    [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{true, false}); }};
 
 }  // namespace
 ATTNBENCH_CUDA_BUILD_END

@@ -22,19 +22,29 @@
 //     operand and O += P·V runs as wgmma m64n{head_dim}k16 in the RS form, V an
 //     MN-major operand (V is stored [key, dim]: dim, the N of this product, is
 //     the contiguous one) read through the descriptor's transpose.
-//   - Overlap inside a consumer (the `overlap` flag, on by default): S of tile
-//     j + 1 is issued before O += P(j)·V(j); wgmma.wait_group 1 then waits for
-//     S alone, and the softmax of tile j + 1 runs while P·V is in flight. Its
-//     rescale of O and the packing of P(j + 1) wait for wgmma.wait_group 0,
-//     since O and P(j) are that product's registers. Off, each tile's S,
-//     softmax and P·V run one after the other (same kernel instance). The
-//     loop runs every tile but the last, whose P·V follows it, so no wait sits
-//     behind a test of whether a next tile exists: ptxas then keeps the waits'
-//     counts (WARPGROUP.DEPBAR 1) instead of serialising every wgmma (C7514).
+//   - Overlap inside a consumer (Sm90Schedule::softmax_overlaps_pv, on by
+//     default): S of tile j + 1 is issued before O += P(j)·V(j);
+//     wgmma.wait_group 1 then waits for S alone, and the softmax of tile j + 1
+//     runs while P·V is in flight. Its rescale of O and the packing of
+//     P(j + 1) wait for wgmma.wait_group 0, since O and P(j) are that
+//     product's registers. Off, each tile's S, softmax and P·V run one after
+//     the other. The loop runs every tile but the last, whose P·V follows it,
+//     so no wait sits behind a test of whether a next tile exists: ptxas then
+//     keeps the waits' counts (WARPGROUP.DEPBAR 1) instead of serialising
+//     every wgmma (C7514).
+//   - Ping-pong between the consumers (Sm90Schedule::pingpong, on by default):
+//     the GEMMs a consumer issues between two softmaxes are a turn, and the consumers
+//     take turns round robin, so one consumer's softmax runs while the tensor
+//     cores work on the other's products. Both switches are run-time flags of
+//     one kernel instance, so a GPU run measures what each is worth.
 //   - Epilogue, per consumer: O divided by the row sum once (times 1/(1-p)
-//     with dropout), written from registers with plain stores where the row
-//     lies inside the tensor; LSE in natural log. Rows with no visible key get
-//     zeros and LSE −∞.
+//     with dropout), rounded and written with stmatrix over the consumer's own
+//     rows of the Q tile, which only its finished S products read, in the Q
+//     loads' layout; then one TMA store per 64-column panel (the tensor's
+//     bounds clip the rows past seqlen_q, so every tile is stored whole; rows
+//     of a padded sequence past its length get the zeros they computed). LSE
+//     in natural log, plain stores. Rows with no visible key get zeros and
+//     LSE −∞.
 //
 // Synchronisation. mbarriers, all initialised by thread 0 before the
 // __syncthreads that precedes the roles' split:
@@ -50,11 +60,18 @@
 //     (its first use waits for the phase before phase 0, already complete).
 // Every consumer waits and arrives on every stage of the CTA's key range, so
 // the two stay in step with the producer even where one has no visible key.
+// Named barriers, with the ping-pong: consumer c waits (bar.sync, 256 threads)
+// on barrier 1 + c before each turn; the consumer before it arrives there
+// (bar.arrive) once its turn's wgmma are issued. The last consumer arrives on
+// consumer 0's barrier before its first turn, and consumer 0 waits once more
+// after its last, so both barriers end with every instance complete. In the
+// epilogue, each consumer's stmatrix writes are made visible to the async
+// proxy (fence.proxy.async) and its 128 threads synchronise on barrier 3 + c
+// before its thread 0 issues the TMA stores, then waits until they have read
+// shared memory (cp.async.bulk.wait_group.read 0) before the CTA may exit.
 //
-// Not yet in this kernel: the ping-pong between the consumer warpgroups (named
-// barriers ordering their GEMMs), the stmatrix + TMA store epilogue, tiles per
-// head dim beyond one 128 x 128 shape (FA3's 128 x 176, 192 x 128), head dim
-// 256, the backward.
+// Not yet in this kernel: tiles per head dim beyond one 128 x 128 shape
+// (FA3's 128 x 176, 192 x 128), head dim 256, the backward.
 #include "kernels/cuda/flash_sm90_forward.hpp"
 
 #include <cuda.h>
@@ -80,6 +97,13 @@ ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+// The ping-pong's named barriers: consumer c waits for its turn on barrier
+// kFirstTurnBarrier + c (0 is __syncthreads's), with its 128 threads waiting
+// and the previous consumer's 128 arriving.
+constexpr int kFirstTurnBarrier = 1, kTurnThreads = 256;
+// Each consumer's epilogue synchronises its 128 threads on barrier
+// kFirstEpilogueBarrier + consumer before the TMA store.
+constexpr int kFirstEpilogueBarrier = 3;
 
 // A K-major operand (Q as A of Q·Kᵀ, K as its B) in panels of 128-byte rows:
 // the k16 step `step` of the head dim is 32 bytes into panel step / 4; 8-row
@@ -101,8 +125,9 @@ __device__ __forceinline__ std::uint64_t v_descriptor(std::uint32_t tile, int pa
 template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     flash_sm90_forward_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
-                              const __grid_constant__ CUtensorMap v_map, AttentionParams params,
-                              Element* __restrict__ o, float* __restrict__ lse, float scale_log2, bool overlap) {
+                              const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
+                              AttentionParams params, float* __restrict__ lse, float scale_log2,
+                              Sm90Schedule schedule) {
   using T = Sm90Traits<kHeadDim>;
   const std::uint32_t window = shared_address(dynamic_shared_memory());
   const std::uint32_t base = (window + 1023) / 1024 * 1024;
@@ -199,6 +224,18 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     wgmma_wait_group<1>();
     wgmma_fence_operand(scores);
   };
+  // A turn: wait for the previous consumer to have issued its GEMMs, issue
+  // this consumer's, pass the turn on.
+  // The barrier ids derive from threadIdx each time and the switch is read from
+  // the kernel's parameters, so no register holds them across the loop.
+  const auto await_turn = [&] {
+    if (schedule.pingpong) named_barrier_sync(kFirstTurnBarrier + static_cast<int>(threadIdx.x) / 128 - 1, kTurnThreads);
+  };
+  const auto pass_turn = [&] {
+    if (schedule.pingpong) {
+      named_barrier_arrive(kFirstTurnBarrier + static_cast<int>(threadIdx.x) / 128 % T::kConsumers, kTurnThreads);
+    }
+  };
   const auto wait_for_all = [&] {
     wgmma_wait_group<0>();
     wgmma_fence_operand(scores);
@@ -208,8 +245,8 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
 
   // The softmax of a tile's finished S, in place: scale into base 2, mask where the
   // warpgroup's rows do not see the whole tile, new row maxima, P = exp2(S - m),
-  // row sums, dropout. Returns through `factor` the rescale O needs, which the
-  // caller applies once no P·V product is in flight on O.
+  // row sums. Returns through `factor` the rescale O needs, which the caller
+  // applies once no P·V product is in flight on O.
   const auto softmax = [&](int tile, float (&factor)[2]) {
     const int first_key = tile * T::kBlockN;
     scale_and_mask_scores<T::kBlockN / 8>(
@@ -232,9 +269,20 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
       scores[i] = FastExp2::exp(scores[i] - reference[half]);
       state[half].sum += scores[i];
     }
+  };
+
+  // O *= factor, dropout on P (after the row sums, which count every
+  // element), then P as the A operand: register r of key step t holds
+  // accumulator elements 8t + 2r and 8t + 2r + 1 of S. The dropout waits for
+  // this step, when the previous P·V has finished with P(j)'s registers, so that
+  // its Philox rounds do not add to the registers the overlapped softmax holds.
+  const auto rescale_and_pack = [&](int tile, const float (&factor)[2]) {
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) output[i] *= factor[(i >> 1) & 1];
     if constexpr (kDropout) {
+      const int first_key = tile * T::kBlockN;
       // The keep bits of the tile first (a rolled loop keeps Philox's registers
-      // out of the unrolled score code), then the zeros.
+      // out of the unrolled code), then the zeros.
       static_assert(T::kBlockN / 2 <= 64, "one keep bit per score element of the thread");
       std::uint64_t keep = 0;
 #pragma unroll 1
@@ -248,13 +296,6 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
         if (!((keep >> i) & 1u)) scores[i] = 0.0f;
       }
     }
-  };
-
-  // O *= factor, then P as the A operand: register r of key step t holds
-  // accumulator elements 8t + 2r and 8t + 2r + 1 of S.
-  const auto rescale_and_pack = [&](const float (&factor)[2]) {
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 2; ++i) output[i] *= factor[(i >> 1) & 1];
 #pragma unroll
     for (int step = 0; step < T::kBlockN / 16; ++step) {
 #pragma unroll
@@ -277,68 +318,106 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     wgmma_fence_operand(output);
     wgmma_fence_operand(p);
   };
-  // The key loop. With `overlap`, S of tile j + 1 is issued before O += P(j)·V(j)
-  // and its softmax runs while that product is in flight (wgmma.wait_group 1);
-  // without, each tile's S, softmax and P·V run one after the other.
+  // The key loop. With the overlap, S of tile j + 1 is issued before
+  // O += P(j)·V(j) and its softmax runs while that product is in flight
+  // (wgmma.wait_group 1); without, each tile's S, softmax and P·V run one after
+  // the other. The issues between two softmaxes are one turn of the ping-pong.
+  // The last consumer hands consumer 0 its first turn, and consumer 0 takes
+  // the turn the last consumer passes after its final one, so every barrier
+  // instance completes.
+  if (!tiles.empty() && consumer == T::kConsumers - 1) pass_turn();
   if (!tiles.empty()) {
     mbarrier_wait_parity(q_full, 0);
     float factor[2];
+    await_turn();
     issue_scores(tiles.first);
+    pass_turn();
     wait_for_all();
     softmax(tiles.first, factor);
-    rescale_and_pack(factor);
+    rescale_and_pack(tiles.first, factor);
   }
   // Every tile but the last has a next one (the loop holds no test for it, so
   // each wgmma.wait_group sees one known set of groups in flight); the last
   // tile's P·V follows the loop.
   for (int tile = tiles.first; tile + 1 < tiles.end; ++tile) {
     float factor[2];
-    if (overlap) {
+    if (schedule.softmax_overlaps_pv) {
+      await_turn();
       issue_scores(tile + 1);  // fences the writes of O and P above
       issue_output(tile);
+      pass_turn();
       wait_for_scores();  // S(j + 1) is done; P(j)·V(j) may still run
       softmax(tile + 1, factor);
       wait_for_all();
     } else {
+      await_turn();
       issue_output(tile);
       wait_for_all();
       issue_scores(tile + 1);
+      pass_turn();
       wait_for_all();
       softmax(tile + 1, factor);
     }
     if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));  // both products reading it are done
-    rescale_and_pack(factor);
+    rescale_and_pack(tile + 1, factor);
   }
   if (!tiles.empty()) {
+    await_turn();
     issue_output(tiles.end - 1);
+    pass_turn();
     wait_for_all();
     if (thread == 0) mbarrier_arrive(empty((tiles.end - 1 - tiles.first) % T::kStages));
   }
+  if (!tiles.empty() && consumer == 0) await_turn();
 
-  // Epilogue: O = output · keep_scale / l (zeros for a row without keys), LSE.
+  // Epilogue: O = output · keep_scale / l (zeros for a row without keys),
+  // rounded and written with stmatrix over the consumer's own rows of the Q
+  // tile (its S products, the only readers, are done), in the layout the Q
+  // loads used (64-column panels, 128-byte swizzle); then fenced for the async
+  // proxy, the consumer synchronised on its named barrier, and one thread
+  // stores the panels with TMA (rows past the tensor are not written). LSE
+  // with plain stores.
+  float normalizer[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = row0 + 8 * half;
     state[half].sum = quad_sum(state[half].sum);
     const float keep_scale = kDropout ? params.dropout.keep_scale : 1.0f;
-    const float normalizer = state[half].sum > 0.0f ? keep_scale / state[half].sum : 0.0f;
-    if (row >= params.seqlen_q) continue;
-    Element* const o_row = o + params.q_offset(batch, row, head);
-#pragma unroll
-    for (int i = 2 * half; i < kHeadDim / 2; i += 4) {
-      const int column = 8 * (i >> 2) + lane_column;
-      *reinterpret_cast<typename ElementPair<Element>::type*>(o_row + column) =
-          ElementPair<Element>::make(output[i] * normalizer, output[i + 1] * normalizer);
-    }
-    if (lane % 4 == 0) {
+    normalizer[half] = state[half].sum > 0.0f ? keep_scale / state[half].sum : 0.0f;
+    if (row < params.seqlen_q && lane % 4 == 0) {
       lse[(static_cast<std::int64_t>(batch) * params.heads + head) * params.seqlen_q + row] =
           online_softmax_lse<float, FastExp2>(state[half]) * 0.6931471805599453f;  // log2 to natural log
     }
   }
+  const std::uint32_t staging = q_tile + static_cast<std::uint32_t>(T::kConsumerRows * consumer * T::kRowBytes);
+  const int lane_row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses for stmatrix
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; j += 2) {  // 16 columns: four 8 x 8 matrices
+    std::uint32_t registers[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int i = 4 * j + 2 * m;  // matrices: rows 0-7 and 8-15 of columns 8j, then of 8j + 8
+      registers[m] = pack_pair<Element>(output[i] * normalizer[m % 2], output[i + 1] * normalizer[m % 2]);
+    }
+    const int column = 8 * j + 8 * (lane / 16);
+    store_matrix_x4(staging + static_cast<std::uint32_t>(column / 64 * T::kQPanelBytes + lane_row * T::kRowBytes +
+                                                         16 * ((column % 64 / 8) ^ (lane_row % 8))),
+                    registers);
+  }
+  fence_proxy_async();
+  named_barrier_sync(kFirstEpilogueBarrier + consumer, 128);
+  if (thread == 0) {
+#pragma unroll
+    for (int panel = 0; panel < T::kPanels; ++panel) {
+      tma_store(&o_map, staging + panel * T::kQPanelBytes, 64 * panel, consumer_row, head, batch);
+    }
+    bulk_commit_group();
+    bulk_wait_group_read<0>();  // the staging rows must outlive the copies' reads
+  }
 }
 
-// Q, K or V as a 4-d tensor map (dim, sequence, head, batch) read in boxes of
-// 64 columns (one 128-byte swizzle span) by `rows` rows.
+// Q, K, V or O as a 4-d tensor map (dim, sequence, head, batch) read or
+// written in boxes of 64 columns (one 128-byte swizzle span) by `rows` rows.
 CUtensorMap attention_map(const void* data, const TensorStrides& strides, std::int64_t seqlen, std::int64_t heads,
                           std::int64_t batch, std::int64_t head_dim, std::uint32_t rows, bool bf16, const char* what) {
   TensorMapShape shape;
@@ -357,7 +436,7 @@ CUtensorMap attention_map(const void* data, const TensorStrides& strides, std::i
 }
 
 template <typename Element, int kHeadDim, bool kDropout>
-void launch(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap, cudaStream_t stream) {
+void launch(const AttentionParams& params, const AttentionBuffers& buffers, Sm90Schedule schedule, cudaStream_t stream) {
   using T = Sm90Traits<kHeadDim>;
   constexpr bool kBf16 = std::is_same_v<Element, __nv_bfloat16>;
   const CUtensorMap q_map = attention_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads,
@@ -366,6 +445,8 @@ void launch(const AttentionParams& params, const AttentionBuffers& buffers, bool
                                           params.batch, kHeadDim, T::kBlockN, kBf16, "K");
   const CUtensorMap v_map = attention_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads,
                                           params.batch, kHeadDim, T::kBlockN, kBf16, "V");
+  const CUtensorMap o_map = attention_map(buffers.out.data, params.q_strides, params.seqlen_q, params.heads,
+                                          params.batch, kHeadDim, T::kConsumerRows, kBf16, "O");
   auto* const kernel = &flash_sm90_forward_kernel<Element, kHeadDim, kDropout>;
   static const bool shared_limit_raised = [kernel] {
     ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
@@ -375,28 +456,28 @@ void launch(const AttentionParams& params, const AttentionBuffers& buffers, bool
   const dim3 grid(static_cast<unsigned>((params.seqlen_q + T::kBlockM - 1) / T::kBlockM),
                   static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
-  launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, q_map, k_map, v_map, params,
-                static_cast<Element*>(buffers.out.data), static_cast<float*>(buffers.lse.data), scale_log2, overlap);
+  launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, q_map, k_map, v_map, o_map, params,
+                static_cast<float*>(buffers.lse.data), scale_log2, schedule);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Element, int kHeadDim>
-void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
-                        cudaStream_t stream) {
+void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& buffers,
+                        Sm90Schedule schedule, cudaStream_t stream) {
   if (params.dropout.enabled) {
-    launch<Element, kHeadDim, true>(params, buffers, overlap, stream);
+    launch<Element, kHeadDim, true>(params, buffers, schedule, stream);
   } else {
-    launch<Element, kHeadDim, false>(params, buffers, overlap, stream);
+    launch<Element, kHeadDim, false>(params, buffers, schedule, stream);
   }
 }
 
 template <typename Element>
-void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers, bool overlap,
-                         cudaStream_t stream) {
+void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers,
+                         Sm90Schedule schedule, cudaStream_t stream) {
   if (params.head_dim == 64) {
-    launch_for_dropout<Element, 64>(params, buffers, overlap, stream);
+    launch_for_dropout<Element, 64>(params, buffers, schedule, stream);
   } else {
-    launch_for_dropout<Element, 128>(params, buffers, overlap, stream);
+    launch_for_dropout<Element, 128>(params, buffers, schedule, stream);
   }
 }
 
@@ -411,11 +492,11 @@ FlashSm90Shape shape_of() {
 FlashSm90Shape flash_sm90_shape(int head_dim) { return head_dim == 64 ? shape_of<64>() : shape_of<128>(); }
 
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                               bool overlap, cudaStream_t stream) {
+                               Sm90Schedule schedule, cudaStream_t stream) {
   if (dtype == InputDType::fp16) {
-    launch_for_head_dim<__half>(params, buffers, overlap, stream);
+    launch_for_head_dim<__half>(params, buffers, schedule, stream);
   } else {
-    launch_for_head_dim<__nv_bfloat16>(params, buffers, overlap, stream);
+    launch_for_head_dim<__nv_bfloat16>(params, buffers, schedule, stream);
   }
 }
 

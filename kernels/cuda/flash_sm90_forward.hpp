@@ -24,15 +24,22 @@ struct FlashSm90Shape {
 };
 FlashSm90Shape flash_sm90_shape(int head_dim);
 
+// The kernel's two overlaps, switched at run time in one kernel instance, so
+// that a GPU run measures what each is worth (the ablations).
+struct Sm90Schedule {
+  // Each tile's softmax runs while the previous tile's P·V is in flight.
+  bool softmax_overlaps_pv = true;
+  // The consumer warpgroups issue their GEMMs in turns (named barriers), so
+  // one's softmax runs while the other's products occupy the tensor cores.
+  bool pingpong = true;
+};
+
 // Writes buffers.out and buffers.lse for head_dim 64 or 128, fp16 or bf16,
 // every mask, padding, grouped heads, dropout and both layouts; `params` from
-// make_attention_params (lengths uploaded when padded). `overlap` runs each
-// tile's softmax while the previous tile's P·V is in flight (the kernel's
-// default); false runs them one after the other, the same kernel instance,
-// for measuring what the overlap is worth. One kernel launch on `stream`.
-// Throws DeviceError when the driver refuses a tensor map.
+// make_attention_params (lengths uploaded when padded). One kernel launch on
+// `stream`. Throws DeviceError when the driver refuses a tensor map.
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                               bool overlap, cudaStream_t stream);
+                               Sm90Schedule schedule, cudaStream_t stream);
 
 ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

@@ -350,6 +350,9 @@ TEST(FlashSm90Geometry, EveryCtaAndConsumerBoundsItsKeyTilesExactlyAtEveryEdgePo
   if (test::tiling_of<Sm90Traits<128>>() != test::tiling_of<Sm90Traits<64>>()) {
     expect_sm90_tiles_at_every_edge_position<Sm90Traits<128>>();
   }
+  // d256's 80-key tiles, which the generated shapes (head dims 64 and 128) do not place edges in.
+  ASSERT_NE(test::tiling_of<Sm90Traits<256>>(), test::tiling_of<Sm90Traits<128>>());
+  expect_sm90_tiles_at_every_edge_position<Sm90Traits<256>>();
 }
 
 // The kernel's dropout exchange emulated for a whole warp: each lane draws one

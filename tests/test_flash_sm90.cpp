@@ -4,7 +4,8 @@
 // ranges long enough that each pipeline stage is reused several times (the
 // mbarrier parities flip), exact tile multiples beside ragged lengths, grouped
 // heads 4:1, and every mbarrier wait's first try_wait timing out as the
-// hardware's may (its retry loops run). Each case: fresh random inputs,
+// hardware's may (its retry loops run), and head dim 256 (its 80-key tiles)
+// with the bhsd layout, grouped heads and dropout. Each case: fresh random inputs,
 // poisoned outputs, the fp64 oracle, and the fused-versus-baseline rule
 // against cudasim.cublas, for the kernel with both its overlaps
 // (cudasim.flash.sm90), without the softmax/P·V overlap
@@ -47,6 +48,8 @@ const Sm90Case kCases[] = {
      MaskSpec{false, false, 100, 30}, 0.1, true},
     {"fp16_d64_q520_k130_causal_top_left", InputDType::fp16, 64, 2, 2, 520, 130, Layout::bshd,
      MaskSpec{true, false, -1, -1}, 0.0, false},
+    {"bf16_d256_bhsd_gqa2_q300_k410_causal_bottom_right_dropout", InputDType::bf16, 256, 2, 1, 300, 410, Layout::bhsd,
+     MaskSpec{true, true, -1, -1}, 0.1, false},
 };
 
 class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};

@@ -57,8 +57,9 @@ class CudaFlashSm90 final : public CudaImplementation {
 
   Verdict supports(const Problem& p) const override {
     if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
-    if (p.head_dim != 64 && p.head_dim != 128) {
-      return Verdict::no(std::string(name()) + " supports head_dim 64 and 128, not " + std::to_string(p.head_dim));
+    if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+      return Verdict::no(std::string(name()) + " supports head_dim 64, 128 and 256, not " +
+                         std::to_string(p.head_dim));
     }
     if (p.heads > kMaxGridHeads || p.batch > kMaxGridBatch) {
       return Verdict::no(std::string(name()) +
@@ -97,7 +98,7 @@ class CudaFlashSm90 final : public CudaImplementation {
                                    {"block_n", shape.block_n},
                                    {"warpgroups", {{"producer", 1}, {"consumers", shape.consumers}}},
                                    {"stages", shape.stages},
-                                   {"softmax_overlaps_pv", schedule_.softmax_overlaps_pv},
+                                   {"softmax_overlaps_pv", schedule_.softmax_overlaps_pv && shape.softmax_overlap_fits},
                                    {"pingpong", schedule_.pingpong},
                                    {"shared_memory_bytes", shape.shared_bytes},
                                    {"loads", "TMA (cp.async.bulk.tensor), 128-byte swizzle, full/empty mbarriers"},

@@ -7,18 +7,20 @@
 // three warpgroups of 128 threads.
 //   - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 24); one
 //     elected thread of its first warp issues every TMA load: the CTA's Q tile
-//     once, then the K and V tiles of 128 keys the CTA's rows can see, through
+//     once, then the K and V tiles of block_n keys (128; 80 at d256) the
+//     CTA's rows can see, through
 //     a pipeline of kStages stages. Tiles are stored as panels of 64 columns
 //     (128 bytes per row, 128-byte swizzle), head_dim / 64 panels per tile.
 //     Rows past the end of the tensor arrive as zeros (TMA's out-of-bound fill).
 //   - Warpgroups 1 and 2, the consumers, take registers (setmaxnreg.inc 240);
-//     each owns 64 query rows. Per key tile: S = Q·Kᵀ with wgmma m64n128k16
+//     each owns 64 query rows. Per key tile: S = Q·Kᵀ with wgmma m64n{block_n}k16
 //     (Q and K from K-major swizzled descriptors, head_dim / 16 steps, fp32
 //     accumulators), then, on the accumulator fragment in registers, the scale
 //     into base 2, the mask predicates (only on tiles that are not wholly
 //     visible to the warpgroup's rows), the online softmax (row maxima and sums
-//     over the quads, kernels/cuda/fragment_softmax.hpp), dropout per the
-//     Philox contract; then P is rounded to fp16/bf16 in registers as wgmma's A
+//     over the quads, kernels/cuda/fragment_softmax.hpp); then, once the
+//     previous P·V is done with P's registers, dropout per the Philox contract
+//     and P rounded to fp16/bf16 in registers as wgmma's A
 //     operand and O += P·V runs as wgmma m64n{head_dim}k16 in the RS form, V an
 //     MN-major operand (V is stored [key, dim]: dim, the N of this product, is
 //     the contiguous one) read through the descriptor's transpose.
@@ -31,7 +33,9 @@
 //     the other. The loop runs every tile but the last, whose P·V follows it,
 //     so no wait sits behind a test of whether a next tile exists: ptxas then
 //     keeps the waits' counts (WARPGROUP.DEPBAR 1) instead of serialising
-//     every wgmma (C7514).
+//     every wgmma (C7514). At d256 the three products' registers do not fit
+//     beside each other, and the consumers always run in order
+//     (Sm90Traits::kSoftmaxOverlapFits).
 //   - Ping-pong between the consumers (Sm90Schedule::pingpong, on by default):
 //     the GEMMs a consumer issues between two softmaxes are a turn, and the consumers
 //     take turns round robin, so one consumer's softmax runs while the tensor
@@ -70,8 +74,9 @@
 // before its thread 0 issues the TMA stores, then waits until they have read
 // shared memory (cp.async.bulk.wait_group.read 0) before the CTA may exit.
 //
-// Not yet in this kernel: tiles per head dim beyond one 128 x 128 shape
-// (FA3's 128 x 176, 192 x 128), head dim 256, the backward.
+// Not yet in this kernel: FA3's wider tiles for d64 and d128 (192 x 128,
+// 128 x 176), skipping per consumer the tiles its own rows cannot see, the
+// backward.
 #include "kernels/cuda/flash_sm90_forward.hpp"
 
 #include <cuda.h>
@@ -341,7 +346,7 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   // tile's P·V follows the loop.
   for (int tile = tiles.first; tile + 1 < tiles.end; ++tile) {
     float factor[2];
-    if (schedule.softmax_overlaps_pv) {
+    if (T::kSoftmaxOverlapFits && schedule.softmax_overlaps_pv) {
       await_turn();
       issue_scores(tile + 1);  // fences the writes of O and P above
       issue_output(tile);
@@ -476,20 +481,25 @@ void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& 
                          Sm90Schedule schedule, cudaStream_t stream) {
   if (params.head_dim == 64) {
     launch_for_dropout<Element, 64>(params, buffers, schedule, stream);
-  } else {
+  } else if (params.head_dim == 128) {
     launch_for_dropout<Element, 128>(params, buffers, schedule, stream);
+  } else {
+    launch_for_dropout<Element, 256>(params, buffers, schedule, stream);
   }
 }
 
 template <int kHeadDim>
 FlashSm90Shape shape_of() {
   using T = Sm90Traits<kHeadDim>;
-  return FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes};
+  return FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes, T::kSoftmaxOverlapFits};
 }
 
 }  // namespace
 
-FlashSm90Shape flash_sm90_shape(int head_dim) { return head_dim == 64 ? shape_of<64>() : shape_of<128>(); }
+FlashSm90Shape flash_sm90_shape(int head_dim) {
+  if (head_dim == 64) return shape_of<64>();
+  return head_dim == 128 ? shape_of<128>() : shape_of<256>();
+}
 
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
                                Sm90Schedule schedule, cudaStream_t stream) {

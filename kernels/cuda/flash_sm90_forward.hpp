@@ -13,7 +13,7 @@
 namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 
-// The tile shape the kernel uses for `head_dim` (64 or 128), for the
+// The tile shape the kernel uses for `head_dim` (64, 128 or 256), for the
 // implementation's configuration record and traffic model.
 struct FlashSm90Shape {
   int block_m;          // query rows per CTA: 64 per consumer warpgroup
@@ -21,20 +21,22 @@ struct FlashSm90Shape {
   int consumers;        // consumer warpgroups (one producer warpgroup beside them)
   int stages;           // K/V tiles in flight
   int shared_bytes;     // dynamic shared memory per CTA
+  bool softmax_overlap_fits;  // the softmax/P·V overlap fits the registers (not at d256)
 };
 FlashSm90Shape flash_sm90_shape(int head_dim);
 
 // The kernel's two overlaps, switched at run time in one kernel instance, so
 // that a GPU run measures what each is worth (the ablations).
 struct Sm90Schedule {
-  // Each tile's softmax runs while the previous tile's P·V is in flight.
+  // Each tile's softmax runs while the previous tile's P·V is in flight
+  // (where it fits the registers: FlashSm90Shape::softmax_overlap_fits).
   bool softmax_overlaps_pv = true;
   // The consumer warpgroups issue their GEMMs in turns (named barriers), so
   // one's softmax runs while the other's products occupy the tensor cores.
   bool pingpong = true;
 };
 
-// Writes buffers.out and buffers.lse for head_dim 64 or 128, fp16 or bf16,
+// Writes buffers.out and buffers.lse for head_dim 64, 128 or 256, fp16 or bf16,
 // every mask, padding, grouped heads, dropout and both layouts; `params` from
 // make_attention_params (lengths uploaded when padded). One kernel launch on
 // `stream`. Throws DeviceError when the driver refuses a tensor map.

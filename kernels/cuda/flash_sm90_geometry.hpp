@@ -8,22 +8,30 @@
 
 namespace attnbench {
 
-// Tile shape and budgets per head dim (64 or 128), 16-bit elements.
-//   Registers per consumer thread: S is 64 × 128 fp32 over 128 threads = 64,
-//   P as packed pairs 32, O 64 × head_dim fp32 = head_dim / 2 (64 at d128):
-//   160 at d128 under the 240 setmaxnreg gives, the rest for addresses,
-//   row state and dropout (with 232, the d128 dropout instance spills once
-//   both loop forms share the function). 24 (producer) × 128 + 240 × 256 =
-//   64512 of the SM's 65536 registers.
-//   Shared memory at d128: Q 32 KiB + 2 stages × (K 32 KiB + V 32 KiB) =
-//   160 KiB of the 227 KiB a CTA may have; d64 half of it.
+// Tile shape and budgets per head dim (64, 128 or 256), 16-bit elements.
+//   Registers per consumer thread, the accumulators: S is 64 × block_n fp32
+//   over 128 threads = block_n / 2, P as packed pairs block_n / 4, O 64 ×
+//   head_dim fp32 = head_dim / 2. At d128 with 128-key tiles 64 + 32 + 64 =
+//   160, at d256 a 128-key tile would make 64 + 32 + 128 = 224, more than the
+//   about 216 of 240 FA3 budgets for them, so d256 takes 80-key tiles (FA3's
+//   choice): 40 + 20 + 128 = 188. The rest of the 240 setmaxnreg gives is for
+//   addresses, row state and dropout's Philox rounds. 24 (producer) × 128 +
+//   240 × 256 = 64512 of the SM's 65536 registers.
+//   The softmax/P·V overlap holds S(j + 1), P(j) and O as wgmma operands at
+//   once, all of them; without it, at most S and O. ptxas fits the first at
+//   d128 (160) and spills at d256 (188, also with 64-key tiles' 176), so at
+//   d256 the consumers run each tile's S, softmax and P·V in order whatever
+//   the run-time flag says (kSoftmaxOverlapFits).
+//   Shared memory: Q (128 rows) + 2 stages × (K + V) of block_n rows: at d128
+//   32 + 2 × (32 + 32) = 160 KiB of the 227 KiB a CTA may have, d64 half of
+//   it; at d256 64 + 2 × (40 + 40) = 224 KiB (a third stage would not fit).
 // The masks are cut by the CTA's kBlockM rows (its key-tile range), by each
 // consumer's kConsumerRows (whether a tile needs the per-element predicates)
 // and by each warp's kWarpRows rows of the accumulator fragment (the visible
 // keys of its rows); every warp scores the whole key tile (kWarpKeys).
 template <int kHeadDim>
 struct Sm90Traits {
-  static constexpr int kBlockM = 128, kBlockN = 128;
+  static constexpr int kBlockM = 128, kBlockN = kHeadDim == 256 ? 80 : 128;
   static constexpr int kConsumerRows = 64;  // the M of wgmma: one consumer warpgroup's query rows
   static constexpr int kConsumers = kBlockM / kConsumerRows;
   static constexpr int kWarpRows = 16;  // a warp's rows of the m64 accumulator
@@ -42,7 +50,11 @@ struct Sm90Traits {
   static constexpr int kBarriers = 1 + 3 * kStages;
   static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024 /* alignment of the base */;
   static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128 and 256");
+  static constexpr int kAccumulatorRegisters = kBlockN / 2 + kBlockN / 4 + kHeadDim / 2;  // S, P, O
+  static_assert(kAccumulatorRegisters <= 216, "the accumulators leave room for the rest of the consumer's 240");
+  static constexpr bool kSoftmaxOverlapFits = kAccumulatorRegisters <= 160;
+  static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "P·V takes keys in k16 steps; wgmma's N is at most 256");
   static_assert(kSharedBytes <= 227 * 1024, "a CTA has at most 227 KiB of shared memory");
   static_assert(kQPanelBytes % 1024 == 0 && kKeyPanelBytes % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
   static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <= 65536,

@@ -224,22 +224,18 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     wgmma_commit_group();
     wgmma_fence_operand(scores);
   };
+  // A turn of the ping-pong: wait for the previous consumer to have issued its
+  // GEMMs, issue this consumer's, pass the turn on to the next.
+  const auto await_turn = [&] {
+    if (schedule.pingpong) named_barrier_sync(kFirstTurnBarrier + consumer, kTurnThreads);
+  };
+  const auto pass_turn = [&] {
+    if (schedule.pingpong) named_barrier_arrive(kFirstTurnBarrier + (consumer + 1) % T::kConsumers, kTurnThreads);
+  };
   // wgmma.wait_group, then the registers of the products it covers are pinned after it.
   const auto wait_for_scores = [&] {  // all but the last group (P·V)
     wgmma_wait_group<1>();
     wgmma_fence_operand(scores);
-  };
-  // A turn: wait for the previous consumer to have issued its GEMMs, issue
-  // this consumer's, pass the turn on.
-  // The barrier ids derive from threadIdx each time and the switch is read from
-  // the kernel's parameters, so no register holds them across the loop.
-  const auto await_turn = [&] {
-    if (schedule.pingpong) named_barrier_sync(kFirstTurnBarrier + static_cast<int>(threadIdx.x) / 128 - 1, kTurnThreads);
-  };
-  const auto pass_turn = [&] {
-    if (schedule.pingpong) {
-      named_barrier_arrive(kFirstTurnBarrier + static_cast<int>(threadIdx.x) / 128 % T::kConsumers, kTurnThreads);
-    }
   };
   const auto wait_for_all = [&] {
     wgmma_wait_group<0>();

@@ -391,7 +391,9 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     }
   }
   const std::uint32_t staging = q_tile + static_cast<std::uint32_t>(T::kConsumerRows * consumer * T::kRowBytes);
-  const int lane_row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses for stmatrix
+  // stmatrix takes the lane addresses ldmatrix would for an A fragment.
+  const FragmentPosition lane_position = ldmatrix_row_for_a(lane);
+  const int lane_row = 16 * warp + lane_position.row;
 #pragma unroll
   for (int j = 0; j < kHeadDim / 8; j += 2) {  // 16 columns: four 8 x 8 matrices
     std::uint32_t registers[4];
@@ -400,9 +402,9 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
       const int i = 4 * j + 2 * m;  // matrices: rows 0-7 and 8-15 of columns 8j, then of 8j + 8
       registers[m] = pack_pair<Element>(output[i] * normalizer[m % 2], output[i + 1] * normalizer[m % 2]);
     }
-    const int column = 8 * j + 8 * (lane / 16);
-    store_matrix_x4(staging + static_cast<std::uint32_t>(column / 64 * T::kQPanelBytes + lane_row * T::kRowBytes +
-                                                         16 * ((column % 64 / 8) ^ (lane_row % 8))),
+    const int column = 8 * j + lane_position.column;
+    store_matrix_x4(staging + static_cast<std::uint32_t>(column / 64 * T::kQPanelBytes +
+                                                         swizzled_lane_bytes(lane_row, column % 64 / 8, T::kRowBytes)),
                     registers);
   }
   fence_proxy_async();

@@ -3,7 +3,8 @@
 # for the GPU present (dependencies from .deps, see scripts/gather-deps.sh);
 # on a Hopper, time cuda.flash.sm90 on the FlashAttention-3 forward grid and
 # the paper's ablation first (the figures only a GPU gives, each section under
-# its own time limit); run the GPU-labelled tests (the correctness matrix of
+# its own time limit; before the build, with the sm_90 binary gather-deps.sh
+# built, where that one runs here); run the GPU-labelled tests (the correctness matrix of
 # every CUDA implementation, forward and gradients, and the Hopper GEMM), show
 # the Hopper GEMM's SASS and its own run and cuda.flash.sm90's SASS, run a
 # short forward and forward+backward benchmark
@@ -37,6 +38,49 @@ if [[ -d .deps/usr ]]; then
   # OpenBLAS's own dependencies (libgfortran) are found through the loader's path.
   export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$(gcc -print-multiarch)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# The Hopper forward's figures first, the ones nothing but a GPU gives:
+# cuda.flash.sm90 beside cuda.flash and cuda.cublas on the FlashAttention-3
+# forward grid (the longest sequences first), then the paper's ablation (each
+# of the kernel's two overlaps off by its run-time flag). Each under its own
+# time limit, so a slow section cannot take the rest of the lease; a section
+# cut short keeps the cases it finished (the results file is written as the
+# run goes). Only on a Hopper.
+fa3_status=skipped
+ablation_status=skipped
+fa3_ran_with=none
+fa3_sections() {  # "$@": the attnbench command
+  step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most 240 s)"
+  timeout 240 "$@" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" > "$out/fa3_grid.log" 2>&1
+  fa3_status=$?
+  "$@" report "$out/fa3_grid.json" --table seqlen > "$out/report-fa3-grid.md" 2>> "$out/fa3_grid.log"
+  step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
+  step "FlashAttention-3 ablation (scenarios/fa3_ablation.json, at most 60 s)"
+  timeout 60 "$@" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" > "$out/fa3_ablation.log" 2>&1
+  ablation_status=$?
+  "$@" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" 2>> "$out/fa3_ablation.log"
+  step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
+}
+
+# The attnbench that scripts/gather-deps.sh built for sm_90 on the development
+# machine (.deps/prebuilt), its libraries from .deps and the CUDA toolkit: where
+# it loads here and finds the GPU, the two sections above run with it before
+# this script's own build; where it does not (another system image), they run
+# after the build.
+if [[ ${capability:-90} == 90 && -x .deps/prebuilt/attnbench ]]; then
+  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  carried=(env LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$multiarch/openblas-openmp:$PWD/.deps/usr/lib/$multiarch:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+           .deps/prebuilt/attnbench)
+  if "${carried[@]}" info --json > "$out/info-carried.json" 2> "$out/info-carried.log" &&
+     python3 -c 'import json, sys; sys.exit(not any(d["device"] == "cuda" and d["available"]
+                 for d in json.load(open(sys.argv[1]))["devices"]))' "$out/info-carried.json" 2>> "$out/info-carried.log"; then
+    fa3_ran_with="the carried binary ($(cat .deps/prebuilt/revision 2>/dev/null))"
+    step "$fa3_ran_with runs here and sees the GPU"
+    fa3_sections "${carried[@]}"
+  else
+    step "the carried attnbench does not run here or sees no GPU (info-carried.log): the FA3 sections after the build"
+  fi
+fi
+
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 
@@ -57,29 +101,9 @@ step "ptxas: $spills kernel(s) with spills (ptxas.log)"
 bin=build-gpu/harness
 "$bin/attnbench" info --json > "$out/info.json" 2>&1
 
-# The Hopper forward's figures first, the ones nothing but a GPU gives:
-# cuda.flash.sm90 beside cuda.flash and cuda.cublas on the FlashAttention-3
-# forward grid (the longest sequences first), then the paper's ablation (each
-# of the kernel's two overlaps off by its run-time flag). Each under its own
-# time limit, so a slow section cannot take the rest of the lease; a section
-# cut short keeps the cases it finished (the results file is written as the
-# run goes). Skipped on a GPU that is not a Hopper.
-fa3_status=skipped
-ablation_status=skipped
-if [[ ${capability:-90} == 90 ]]; then
-  step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most 240 s)"
-  timeout 240 "$bin/attnbench" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" \
-    > "$out/fa3_grid.log" 2>&1
-  fa3_status=$?
-  "$bin/attnbench" report "$out/fa3_grid.json" --table seqlen > "$out/report-fa3-grid.md" 2>> "$out/fa3_grid.log"
-  step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
-  step "FlashAttention-3 ablation (scenarios/fa3_ablation.json, at most 60 s)"
-  timeout 60 "$bin/attnbench" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" \
-    > "$out/fa3_ablation.log" 2>&1
-  ablation_status=$?
-  "$bin/attnbench" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" \
-    2>> "$out/fa3_ablation.log"
-  step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
+if [[ ${capability:-90} == 90 && $fa3_ran_with == none ]]; then
+  fa3_sections "$bin/attnbench"
+  fa3_ran_with="this build"
 fi
 
 step "GPU tests (ctest -L gpu)"
@@ -240,7 +264,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: FA3 sections with $fa3_ran_with; tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="

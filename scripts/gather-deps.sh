@@ -6,8 +6,22 @@
 # machine has nvcc, CMake and ninja but no Debian -dev packages and no network:
 # .deps travels there with the check (device tool: carry [".deps"]) and
 # scripts/device-check.sh builds with -DCMAKE_PREFIX_PATH=.deps/usr.
+#
+# It also builds attnbench itself for sm_90 here (build-carry/, a few minutes
+# on two cores) and puts it, stripped, in .deps/prebuilt with the revision it
+# was built from: on a Hopper where it loads, device-check.sh times
+# cuda.flash.sm90 with it before its own build, so the lease's first minutes
+# give the figures only a GPU gives. --no-binary skips that.
+#
+#   scripts/gather-deps.sh [--no-binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_binary=1
+case ${1:-} in
+  "") ;;
+  --no-binary) build_binary=0 ;;
+  *) echo "usage: scripts/gather-deps.sh [--no-binary]" >&2; exit 2 ;;
+esac
 scripts/setup.sh
 multiarch=$(gcc -print-multiarch)
 paths=(
@@ -36,8 +50,19 @@ while read -r header; do paths+=("$header"); done < <(
 
 rm -rf .deps
 mkdir -p .deps
+destination=$PWD/.deps
 for path in "${paths[@]}"; do
   [[ -e $path ]] || { echo "gather-deps: $path is missing (run scripts/setup.sh)" >&2; exit 4; }
-  cp -a --parents "$path" .deps/
+  # Relative to /: coreutils 9.1's cp --parents fails to copy the parents'
+  # attributes of an absolute source path.
+  (cd / && cp -a --parents "${path#/}" "$destination/")
 done
+if (( build_binary )); then
+  cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DATTNBENCH_CUDA=ON > /dev/null
+  cmake --build build-carry -j "$(nproc)" --target attnbench > /dev/null
+  mkdir -p .deps/prebuilt
+  strip -o .deps/prebuilt/attnbench build-carry/harness/attnbench
+  git describe --always --dirty --abbrev=12 > .deps/prebuilt/revision
+  echo "gather-deps: .deps/prebuilt/attnbench for sm_90 at $(cat .deps/prebuilt/revision)"
+fi
 du -sh .deps | sed 's/^/gather-deps: /'

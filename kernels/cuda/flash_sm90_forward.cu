@@ -75,8 +75,8 @@
 // shared memory (cp.async.bulk.wait_group.read 0) before the CTA may exit.
 //
 // Not yet in this kernel: FA3's wider tiles for d64 and d128 (192 x 128,
-// 128 x 176), skipping per consumer the tiles its own rows cannot see, the
-// backward.
+// 128 x 176; why not, in Sm90Traits), skipping per consumer the tiles its own
+// rows cannot see, the backward.
 #include "kernels/cuda/flash_sm90_forward.hpp"
 
 #include <cuda.h>

@@ -22,6 +22,11 @@ namespace attnbench {
 //   d128 (160) and spills at d256 (188, also with 64-key tiles' 176), so at
 //   d256 the consumers run each tile's S, softmax and P·V in order whatever
 //   the run-time flag says (kSoftmaxOverlapFits).
+//   FA3's 192 x 128 at d64 would take three consumers, which leaves each at
+//   most 160 registers (128 × (24 + 3 × 160) = 64512): ptxas (CUDA 13.0)
+//   spills there, 112 to 348 bytes with
+//   the overlap and 4 bytes with dropout even without it, so d64 keeps two
+//   consumers and 128 rows.
 //   Shared memory: Q (128 rows) + 2 stages × (K + V) of block_n rows: at d128
 //   32 + 2 × (32 + 32) = 160 KiB of the 227 KiB a CTA may have, d64 half of
 //   it; at d256 64 + 2 × (40 + 40) = 224 KiB (a third stage would not fit).

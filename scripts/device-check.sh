@@ -20,15 +20,35 @@
 # short tables last. Not yet timed on a GPU: give it up to 10 minutes with a
 # fresh build; a rerun on the same machine reuses build-gpu/.
 #
-#   scripts/gather-deps.sh                 # here, once: .deps for the GPU machine
-#   scripts/device-check.sh OUTDIR         # there (device tool: carry [".deps"])
+# The device tool brings back at most 8 files of at most 16 MiB each from $OUT,
+# and this check writes some forty: given BUNDLEDIR, every step also refreshes
+# BUNDLEDIR/device-check.tar.gz (all of OUTDIR, gzipped; the SASS listings left
+# out should it pass 15 MiB) and BUNDLEDIR/steps.log, so a run the call's time
+# limit cuts short still returns everything it finished.
+#
+#   scripts/gather-deps.sh                              # here, once: .deps for the GPU machine
+#   scripts/device-check.sh /tmp/device-check "$OUT"    # there (device tool: carry [".deps"])
 set -uo pipefail
-out=${1:?usage: scripts/device-check.sh OUTDIR}
-mkdir -p "$out"
+out=${1:?usage: scripts/device-check.sh OUTDIR [BUNDLEDIR]}
+bundle=${2:-}
+mkdir -p "$out" ${bundle:+"$bundle"}
 out=$(cd "$out" && pwd)
+[[ -n $bundle ]] && bundle=$(cd "$bundle" && pwd)
 cd "$(dirname "$0")/.."
 started=$SECONDS
-step() { printf '[device-check %4ds] %s\n' $((SECONDS - started)) "$*" | tee -a "$out/steps.log"; }
+refresh_bundle() {
+  [[ -n $bundle ]] || return 0
+  tar -czf "$bundle/device-check.tar.gz.part" -C "$(dirname "$out")" "$(basename "$out")" 2> /dev/null
+  if (( $(stat -c %s "$bundle/device-check.tar.gz.part") > 15 * 1024 * 1024 )); then
+    tar -czf "$bundle/device-check.tar.gz.part" --exclude='*.sass' -C "$(dirname "$out")" "$(basename "$out")" 2> /dev/null
+  fi
+  mv "$bundle/device-check.tar.gz.part" "$bundle/device-check.tar.gz"
+  cp "$out/steps.log" "$bundle/steps.log"
+}
+step() {
+  printf '[device-check %4ds] %s\n' $((SECONDS - started)) "$*" | tee -a "$out/steps.log"
+  refresh_bundle
+}
 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
@@ -329,4 +349,5 @@ for impl in ("cuda.cublas", "cuda.flash"):
     print(f"ncu {impl}: ncu {ncu / 1e9:.3f} GB over {rows // 2} kernel(s), harness "
           f"{ours / 1e9 if ours else float('nan'):.3f} GB, harness/ncu {ratio}")
 PY
+refresh_bundle
 exit $(( tests_status != 0 || bench_status != 0 || plugin_status != 0 ))

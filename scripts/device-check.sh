@@ -84,16 +84,21 @@ fa3_sections() {  # "$@": the attnbench command
 # The attnbench that scripts/gather-deps.sh built for sm_90 on the development
 # machine (.deps/prebuilt), its libraries from .deps and the CUDA toolkit: where
 # it loads here and finds the GPU, the two sections above run with it before
-# this script's own build; where it does not (another system image), they run
-# after the build.
-if [[ ${capability:-90} == 90 && -x .deps/prebuilt/attnbench ]]; then
+# this script's own build; where it does not (another system image), or where
+# git can tell that it was built from another revision than the tree's, they
+# run after the build.
+carried_revision=$(cat .deps/prebuilt/revision 2> /dev/null)
+tree_revision=$(git describe --always --dirty --abbrev=12 2> /dev/null)
+if [[ -x .deps/prebuilt/attnbench && -n $tree_revision && $tree_revision != "$carried_revision" ]]; then
+  step "the carried attnbench is from $carried_revision, the tree at $tree_revision: the FA3 sections after the build"
+elif [[ ${capability:-90} == 90 && -x .deps/prebuilt/attnbench ]]; then
   multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
   carried=(env LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$multiarch/openblas-openmp:$PWD/.deps/usr/lib/$multiarch:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
            .deps/prebuilt/attnbench)
   if "${carried[@]}" info --json > "$out/info-carried.json" 2> "$out/info-carried.log" &&
      python3 -c 'import json, sys; sys.exit(not any(d["device"] == "cuda" and d["available"]
                  for d in json.load(open(sys.argv[1]))["devices"]))' "$out/info-carried.json" 2>> "$out/info-carried.log"; then
-    fa3_ran_with="the carried binary ($(cat .deps/prebuilt/revision 2>/dev/null))"
+    fa3_ran_with="the carried attnbench ($carried_revision)"
     step "$fa3_ran_with runs here and sees the GPU"
     fa3_sections "${carried[@]}"
   else

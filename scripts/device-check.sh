@@ -36,6 +36,11 @@ out=$(cd "$out" && pwd)
 [[ -n $bundle ]] && bundle=$(cd "$bundle" && pwd)
 cd "$(dirname "$0")/.."
 started=$SECONDS
+# A kernel that never ends fails its case after a minute and the run goes on
+# (harness/cuda/device_wait.hpp): no call here takes longer than the 20 s the
+# --memory-only runs allow themselves. Each time limit below sends SIGTERM
+# (attnbench saves what it finished) and SIGKILL 10 s later.
+export ATTNBENCH_DEVICE_WAIT_LIMIT=${ATTNBENCH_DEVICE_WAIT_LIMIT:-60}
 refresh_bundle() {
   [[ -n $bundle ]] || return 0
   tar -czf "$bundle/device-check.tar.gz.part" -C "$(dirname "$out")" "$(basename "$out")" 2> /dev/null
@@ -70,12 +75,12 @@ ablation_status=skipped
 fa3_ran_with=none
 fa3_sections() {  # "$@": the attnbench command
   step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most 240 s)"
-  timeout 240 "$@" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" > "$out/fa3_grid.log" 2>&1
+  timeout -k 10 240 "$@" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" > "$out/fa3_grid.log" 2>&1
   fa3_status=$?
   "$@" report "$out/fa3_grid.json" --table seqlen > "$out/report-fa3-grid.md" 2>> "$out/fa3_grid.log"
   step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
   step "FlashAttention-3 ablation (scenarios/fa3_ablation.json, at most 60 s)"
-  timeout 60 "$@" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" > "$out/fa3_ablation.log" 2>&1
+  timeout -k 10 60 "$@" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" > "$out/fa3_ablation.log" 2>&1
   ablation_status=$?
   "$@" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" 2>> "$out/fa3_ablation.log"
   step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
@@ -136,7 +141,7 @@ if [[ ${capability:-90} == 90 && $fa3_ran_with == none ]]; then
 fi
 
 step "GPU tests (ctest -L gpu)"
-ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 300 -j 4 > "$out/gpu-tests.log" 2>&1
+ctest --test-dir build-gpu -L gpu --output-on-failure --timeout -k 10 300 -j 4 > "$out/gpu-tests.log" 2>&1
 tests_status=$?
 step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
 
@@ -156,7 +161,7 @@ if [[ -x $hopper_binary ]]; then
       "$out/hopper-gemm.sass") UTMA, $(grep -c STSM "$out/hopper-gemm.sass") STSM, $(grep -c USETMAXREG \
       "$out/hopper-gemm.sass") USETMAXREG (hopper-gemm.sass)"
   fi
-  timeout 120 "$hopper_binary" > "$out/hopper-gemm.log" 2>&1
+  timeout -k 10 120 "$hopper_binary" > "$out/hopper-gemm.log" 2>&1
   hopper_status=$?
   step "Hopper GEMM: $(grep -E 'PASSED|FAILED|SKIPPED' "$out/hopper-gemm.log" | tail -n 1)"
 fi
@@ -182,7 +187,7 @@ done
 # (memory measured), planned where not; beside the published numbers in
 # report-table21.md (the planned amounts are what a machine without a GPU shows).
 step "Table 21 (scenarios/paper/table21_memory.json --memory-only)"
-timeout 180 "$bin/attnbench" run scenarios/paper/table21_memory.json --memory-only --overwrite \
+timeout -k 10 180 "$bin/attnbench" run scenarios/paper/table21_memory.json --memory-only --overwrite \
   -o "$out/table21.json" > "$out/table21.log" 2>&1
 table21_status=$?
 "$bin/attnbench" report "$out/table21.json" --table memory > "$out/report-table21.md" 2>> "$out/table21.log"
@@ -205,7 +210,7 @@ if command -v ncu > /dev/null; then
 JSON
   ncu_status=0
   for impl in cuda.cublas cuda.flash; do
-    timeout 60 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+    timeout -k 10 60 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
       --nvtx --nvtx-include "attnbench@case ncu_cross_check#0/$impl/check/" --csv --print-units base --log-file "$out/ncu-$impl.csv" \
       "$bin/attnbench" run "$out/ncu_case.json" --impl "$impl" --no-profile --overwrite -o "$out/ncu-run-$impl.json" \
       > "$out/ncu-run-$impl.log" 2>&1 || ncu_status=$?
@@ -229,7 +234,7 @@ JSON
   sanitizer_status=0
   for tool in memcheck racecheck synccheck; do
     step "compute-sanitizer --tool $tool"
-    timeout 150 "$sanitizer" --tool "$tool" --error-exitcode 99 \
+    timeout -k 10 150 "$sanitizer" --tool "$tool" --error-exitcode 99 \
       "$bin/attnbench" run "$out/sanitizer_case.json" --no-profile --overwrite -o "$out/sanitizer-$tool.json" \
       > "$out/sanitizer-$tool.log" 2>&1 || sanitizer_status=$?
     step "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -n 1)"
@@ -241,7 +246,7 @@ fi
 # are skipped, saying so, where not).
 step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases)"
 peer_status=0
-timeout 120 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
+timeout -k 10 120 python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
   --backends flash,cudnn,efficient,math --callable fa2 --callable fa3 --callable flashinfer \
   --filter 'q4096-.*-fwd-' --overwrite -o "$out/torch_peer.json" > "$out/torch_peer.log" 2>&1 || peer_status=$?
 if [[ -f $out/torch_peer.json ]]; then

@@ -1,5 +1,7 @@
 // The "cuda" backend: one device (`--device N`), one non-blocking stream that
-// implementations launch on, device allocations, CUDA-event sample timing, an
+// implementations launch on (waited for within a limit, so that a kernel that
+// never ends fails its case: harness/cuda/device_wait.hpp), device
+// allocations, CUDA-event sample timing, an
 // L2 flush by writing a scratch buffer twice the L2 size (allocated once,
 // outside any arena), the device record of the results file (with the CUPTI
 // version), the clocks through NVML (harness/cuda/nvml_clocks.hpp) and the
@@ -15,6 +17,7 @@
 #include "harness/cuda/cuda_check.hpp"
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
+#include "harness/cuda/device_wait.hpp"
 #include "harness/cuda/nvidia_driver.hpp"
 #include "harness/cuda/nvml_clocks.hpp"
 #include "harness/cuda/stream_capture.hpp"
@@ -27,8 +30,27 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+// Waits, within device_wait_limit(), until `query` (cudaStreamQuery or
+// cudaEventQuery of the work) stops answering cudaErrorNotReady.
+template <typename Query>
+void wait_until_done(Query&& query, const char* call, const std::string& what) {
+  const std::chrono::duration<double> limit = device_wait_limit();
+  wait_for_device(
+      [&] {
+        const cudaError_t status = query();
+        if (status == cudaErrorNotReady) {
+          (void)cudaGetLastError();  // "not ready" is an answer, not an error to report later
+          return DevicePoll::running;
+        }
+        if (status != cudaSuccess) throw_cuda_error(status, call, __FILE__, __LINE__);
+        return DevicePoll::finished;
+      },
+      limit, what);
+}
+
 // start() and stop() record events on the stream; stop() waits for the end
-// event, so a sample is the device time of all the work between them.
+// event (within device_wait_limit()), so a sample is the device time of all
+// the work between them.
 class CudaEventTimer final : public SampleTimer {
  public:
   explicit CudaEventTimer(cudaStream_t stream) : stream_(stream) {
@@ -45,7 +67,7 @@ class CudaEventTimer final : public SampleTimer {
   void start() override { ATTNBENCH_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
   double stop() override {
     ATTNBENCH_CUDA_CHECK(cudaEventRecord(end_, stream_));
-    ATTNBENCH_CUDA_CHECK(cudaEventSynchronize(end_));
+    wait_until_done([&] { return cudaEventQuery(end_); }, "cudaEventQuery", "a timed sample");
     float milliseconds = 0;
     ATTNBENCH_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, end_));
     return static_cast<double>(milliseconds) * 1e-3;
@@ -80,6 +102,7 @@ class CudaBackend final : public Backend {
     nvml_ = std::make_unique<NvmlDevice>(pci_bus_id_);
   }
   ~CudaBackend() override {
+    if (device_wait_expired()) return;  // a kernel still runs: freeing would wait for it
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -99,7 +122,9 @@ class CudaBackend final : public Backend {
     ATTNBENCH_CUDA_CHECK(cudaMalloc(&pointer, bytes));
     return pointer;
   }
-  void release(void* pointer) override { cudaFree(pointer); }
+  void release(void* pointer) override {
+    if (!device_wait_expired()) cudaFree(pointer);  // else the restart frees it (device_wait.hpp)
+  }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     synchronize();
@@ -116,7 +141,9 @@ class CudaBackend final : public Backend {
     if (buffer.elements) ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(buffer.data, 0, buffer.bytes(), stream_));
     synchronize();
   }
-  void synchronize() override { ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void synchronize() override {
+    wait_until_done([&] { return cudaStreamQuery(stream_); }, "cudaStreamQuery", "the work of its stream");
+  }
   std::unique_ptr<SampleTimer> make_timer() override { return std::make_unique<CudaEventTimer>(stream_); }
   std::string_view clock_name() const override { return "cuda_event"; }
   void* stream() override { return stream_; }

@@ -140,8 +140,8 @@ if [[ ${capability:-90} == 90 && $fa3_ran_with == none ]]; then
   fa3_ran_with="this build"
 fi
 
-step "GPU tests (ctest -L gpu)"
-ctest --test-dir build-gpu -L gpu --output-on-failure --timeout -k 10 300 -j 4 > "$out/gpu-tests.log" 2>&1
+step "GPU tests (ctest -L gpu, at most 240 s)"
+timeout -k 10 240 ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 120 -j 4 > "$out/gpu-tests.log" 2>&1
 tests_status=$?
 step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
 
@@ -175,8 +175,8 @@ if [[ -x $bin/attnbench ]]; then
   step "cuda.flash.sm90 SASS: $(grep -c '^ok' "$out/sm90-sass.log") kernel(s) ok, $(grep -c '^FAIL' "$out/sm90-sass.log") failing (sm90-sass.log)"
 fi
 
-step "benchmark (scenarios/device_check.json)"
-"$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
+step "benchmark (scenarios/device_check.json, at most 180 s)"
+timeout -k 10 180 "$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
 bench_status=$?
 for table in seqlen memory accuracy roofline; do
   "$bin/attnbench" report "$out/results.json" --table "$table" > "$out/report-$table.md" 2>> "$out/benchmark.log"

@@ -97,8 +97,9 @@ tree_revision=$(git describe --always --dirty --abbrev=12 2> /dev/null)
 if [[ -x .deps/prebuilt/attnbench && -n $tree_revision && $tree_revision != "$carried_revision" ]]; then
   step "the carried attnbench is from $carried_revision, the tree at $tree_revision: the FA3 sections after the build"
 elif [[ ${capability:-90} == 90 && -x .deps/prebuilt/attnbench ]]; then
-  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
-  carried=(env LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$multiarch/openblas-openmp:$PWD/.deps/usr/lib/$multiarch:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The loader's path already holds .deps's libraries (above); OpenBLAS's own
+  # folder and the toolkit's stand in for the paths the binary was linked with.
+  carried=(env LD_LIBRARY_PATH="$PWD/.deps/usr/lib/$(gcc -print-multiarch)/openblas-openmp:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
            .deps/prebuilt/attnbench)
   if "${carried[@]}" info --json > "$out/info-carried.json" 2> "$out/info-carried.log" &&
      python3 -c 'import json, sys; sys.exit(not any(d["device"] == "cuda" and d["available"]

@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -30,11 +31,10 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-// Waits, within device_wait_limit(), until `query` (cudaStreamQuery or
-// cudaEventQuery of the work) stops answering cudaErrorNotReady.
+// Waits, within `limit`, until `query` (cudaStreamQuery or cudaEventQuery of
+// the work) stops answering cudaErrorNotReady.
 template <typename Query>
-void wait_until_done(Query&& query, const char* call, const std::string& what) {
-  const std::chrono::duration<double> limit = device_wait_limit();
+void wait_until_done(Query&& query, std::chrono::duration<double> limit, const char* call, const std::string& what) {
   wait_for_device(
       [&] {
         const cudaError_t status = query();
@@ -49,11 +49,12 @@ void wait_until_done(Query&& query, const char* call, const std::string& what) {
 }
 
 // start() and stop() record events on the stream; stop() waits for the end
-// event (within device_wait_limit()), so a sample is the device time of all
-// the work between them.
+// event (within the backend's wait limit), so a sample is the device time of
+// all the work between them.
 class CudaEventTimer final : public SampleTimer {
  public:
-  explicit CudaEventTimer(cudaStream_t stream) : stream_(stream) {
+  CudaEventTimer(cudaStream_t stream, std::chrono::duration<double> wait_limit)
+      : stream_(stream), wait_limit_(wait_limit) {
     ATTNBENCH_CUDA_CHECK(cudaEventCreate(&start_));
     ATTNBENCH_CUDA_CHECK(cudaEventCreate(&end_));
   }
@@ -67,7 +68,7 @@ class CudaEventTimer final : public SampleTimer {
   void start() override { ATTNBENCH_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
   double stop() override {
     ATTNBENCH_CUDA_CHECK(cudaEventRecord(end_, stream_));
-    wait_until_done([&] { return cudaEventQuery(end_); }, "cudaEventQuery", "a timed sample");
+    wait_until_done([&] { return cudaEventQuery(end_); }, wait_limit_, "cudaEventQuery", "a timed sample");
     float milliseconds = 0;
     ATTNBENCH_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, end_));
     return static_cast<double>(milliseconds) * 1e-3;
@@ -75,6 +76,7 @@ class CudaEventTimer final : public SampleTimer {
 
  private:
   cudaStream_t stream_;
+  std::chrono::duration<double> wait_limit_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t end_ = nullptr;
 };
@@ -142,9 +144,11 @@ class CudaBackend final : public Backend {
     synchronize();
   }
   void synchronize() override {
-    wait_until_done([&] { return cudaStreamQuery(stream_); }, "cudaStreamQuery", "the work of its stream");
+    wait_until_done([&] { return cudaStreamQuery(stream_); }, wait_limit_, "cudaStreamQuery", "the work of its stream");
   }
-  std::unique_ptr<SampleTimer> make_timer() override { return std::make_unique<CudaEventTimer>(stream_); }
+  std::unique_ptr<SampleTimer> make_timer() override {
+    return std::make_unique<CudaEventTimer>(stream_, wait_limit_);
+  }
   std::string_view clock_name() const override { return "cuda_event"; }
   void* stream() override { return stream_; }
 
@@ -214,6 +218,7 @@ class CudaBackend final : public Backend {
   std::string unavailable_;
   cudaDeviceProp properties_{};
   cudaStream_t stream_ = nullptr;
+  const std::chrono::duration<double> wait_limit_ = device_wait_limit();  // read once: every sample waits
   void* scratch_ = nullptr;
   std::string pci_bus_id_;
   std::unique_ptr<NvmlDevice> nvml_;

@@ -89,6 +89,14 @@ class DeviceError : public std::runtime_error {
   bool context_lost_;
 };
 
+// Device work that did not finish within the wait limit (a kernel that never
+// ends; harness/cuda/device_wait.hpp). The context counts as lost, and the
+// runner runs none of that implementation's later cases in the run.
+class DeviceTimeout : public DeviceError {
+ public:
+  explicit DeviceTimeout(const std::string& message) : DeviceError(message, true) {}
+};
+
 // A run whose device context was lost: its finished records are saved in
 // `results_path`, and the process must restart to continue (`run --resume`).
 class RestartRequired : public std::runtime_error {

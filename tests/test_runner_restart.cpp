@@ -38,6 +38,25 @@ class LosesContextOnce final : public Implementation {
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<LosesContextOnce>(); }};
 
+// Its device work "never finishes" on its first forward call (what the cuda
+// backend's limited wait reports); counts every call.
+class TimesOutOnce final : public Implementation {
+ public:
+  static inline int calls = 0;
+  std::string_view name() const override { return "test.times_out"; }
+  std::string_view device() const override { return "cpu"; }
+  std::string_view summary() const override { return "test double: device work past the wait limit on its first call"; }
+  Verdict supports(const Problem&) const override { return Verdict::yes(); }
+  ElementType output_type(const Problem&) const override { return ElementType::f32; }
+  std::size_t workspace_bytes(const Problem&, const ExecutionContext&) const override { return 0; }
+  void forward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {
+    if (calls++ == 0) throw DeviceTimeout("the GPU did not finish the stream's work within 1 s (test)");
+  }
+  void backward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {}
+};
+
+const ImplementationRegistration kTimeoutRegistration{[] { return std::make_unique<TimesOutOnce>(); }};
+
 // Whether another process can take the lock of `target` now.
 bool another_process_can_lock(const std::string& target) {
   const pid_t child = fork();
@@ -94,6 +113,52 @@ TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   EXPECT_EQ(finished["records"][3]["status"], "ok") << "the sweep went on after the restart";
   EXPECT_TRUE(another_process_can_lock(options.output_path)) << "released at the end";
   EXPECT_FALSE(fs::exists(lock_file_path(options.output_path)));
+  fs::remove_all(directory);
+}
+
+// A kernel that never ends fails its case as a timeout and, after the restart,
+// the implementation's later cases fail without being run (each would wait the
+// whole limit again), while the other implementations go on.
+TEST(RunnerRestart, AfterATimeoutTheImplementationsLaterCasesFailWithoutRunning) {
+  const fs::path directory = fs::path(::testing::TempDir()) / ("attnbench_timeout_" + std::to_string(getpid()));
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  const fs::path scenario = directory / "hang.json";
+  std::ofstream(scenario) << R"({"name": "hang", "description": "three cases",
+    "defaults": {"batch": 1, "heads": 1, "head_dim": 8},
+    "sweep": {"seqlen": [16, 24, 32]},
+    "implementations": ["cpu.flash", "test.times_out"],
+    "accuracy": {"check": false},
+    "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
+                "max_samples": 1, "min_seconds": 0, "max_seconds": 1}})";
+  RunOptions options;
+  options.scenario_paths = {scenario.string()};
+  options.output_path = (directory / "results.json").string();
+  options.threads = 1;
+  options.command_line = {"attnbench", "run"};
+
+  EXPECT_THROW(run_scenarios(options), RestartRequired);
+  const auto saved = load_results_file(options.output_path);
+  ASSERT_EQ(saved["records"].size(), 2u);
+  const std::string first_case = "hang/" + saved["records"][1]["case_key"].get<std::string>();
+  EXPECT_EQ(saved["records"][1]["status"], "failed");
+  EXPECT_EQ(saved["records"][1]["reason"], "timeout: the GPU did not finish the stream's work within 1 s (test)");
+
+  options.resume = true;  // what the restarted process runs
+  EXPECT_EQ(run_scenarios(options), kExitGateFailed);
+  EXPECT_EQ(TimesOutOnce::calls, 1) << "no later case of the implementation that timed out was run";
+  const auto finished = load_results_file(options.output_path);
+  ASSERT_EQ(finished["records"].size(), 6u);
+  for (const auto& record : finished["records"]) {
+    if (record["implementation"] == "cpu.flash") {
+      EXPECT_EQ(record["status"], "ok") << record["case_key"];
+    } else if (record["case_index"] != 0) {
+      EXPECT_EQ(record["status"], "failed");
+      EXPECT_EQ(record["reason"], "timeout: not run: test.times_out's case " + first_case +
+                                      " did not finish within the device wait limit earlier in this run, so none "
+                                      "of its later cases are run");
+    }
+  }
   fs::remove_all(directory);
 }
 

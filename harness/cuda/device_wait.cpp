@@ -32,9 +32,8 @@ void wait_for_device(const std::function<DevicePoll()>& poll, std::chrono::durat
     const Clock::duration waited = Clock::now() - start;
     if (waited > limit) {
       expired.store(true);
-      throw DeviceError("the GPU did not finish " + what + " within " + format_seconds(limit.count()) +
-                            " (ATTNBENCH_DEVICE_WAIT_LIMIT): a kernel that never ends, taken as a lost device",
-                        true);
+      throw DeviceTimeout("the GPU did not finish " + what + " within " + format_seconds(limit.count()) +
+                          " (ATTNBENCH_DEVICE_WAIT_LIMIT): a kernel that never ends, taken as a lost device");
     }
     if (waited < kSpinTime) {
       std::this_thread::yield();

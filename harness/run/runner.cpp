@@ -238,6 +238,11 @@ struct ProfileSettings {
 // otherwise its memory is the arena plan.
 constexpr double kMemoryOnlyCallSeconds = 20;
 
+// The reason of a record whose device work did not finish within the wait
+// limit (DeviceTimeout) starts with this, as does that of each later case of
+// the implementation, which the run records without running.
+constexpr std::string_view kTimeoutReason = "timeout: ";
+
 class ScenarioRunner {
  public:
   ScenarioRunner(int threads, ProfileSettings profile, bool memory_only, ResultsOutput& results, CaseDumper& dumper,
@@ -247,7 +252,17 @@ class ScenarioRunner {
         memory_only_(memory_only),
         results_(results),
         dumper_(dumper),
-        estimator_(host_gemm_rate) {}
+        estimator_(host_gemm_rate) {
+    // A resumed run knows its timeouts from the records it continues.
+    for (const Json& record : results_.document().json()["records"]) {
+      const auto reason = record.find("reason");
+      if (record["status"] == "failed" && reason != record.end() && reason->is_string() &&
+          reason->get<std::string>().starts_with(kTimeoutReason)) {
+        timed_out_in_.emplace(record["implementation"].get<std::string>(),
+                              record["scenario"].get<std::string>() + "/" + record["case_key"].get<std::string>());
+      }
+    }
+  }
 
   // The backends this run used, for their clocks at the end of the run.
   const std::vector<Backend*>& backends_used() const { return backends_used_; }
@@ -285,6 +300,14 @@ class ScenarioRunner {
         records.push_back(std::move(record));
         continue;
       }
+      if (const auto timed_out = timed_out_in_.find(name); timed_out != timed_out_in_.end()) {
+        record["status"] = "failed";
+        record["reason"] = std::string(kTimeoutReason) + "not run: " + name + "'s case " + timed_out->second +
+                           " did not finish within the device wait limit earlier in this run, so none of its later "
+                           "cases are run";
+        records.push_back(std::move(record));
+        continue;
+      }
       const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       std::optional<AccuracyResult> checked;
       try {
@@ -309,6 +332,10 @@ class ScenarioRunner {
                                  : measure_implementation(planned, *session, record, case_index, scenario_case.key,
                                                           progress, estimate);
         }
+      } catch (const DeviceTimeout& error) {
+        record["status"] = "failed";
+        record["reason"] = std::string(kTimeoutReason) + error.what();
+        context_lost_ = true;  // the restarted process reads the timeout from this record
       } catch (const DeviceError& error) {
         record["status"] = "failed";
         record["reason"] = std::string("error: ") + error.what();
@@ -609,6 +636,10 @@ class ScenarioRunner {
   CaseDumper& dumper_;
   CaseTimeEstimator estimator_;
   bool context_lost_ = false;
+  // Implementation -> "<scenario>/<case key>" of its case whose device work
+  // did not finish within the wait limit earlier in this run (in a process
+  // this one resumes), if any.
+  std::map<std::string, std::string> timed_out_in_;
 
  public:
   // A device error left the device unusable: the process must restart.

@@ -11,11 +11,16 @@ For each shape it measures, on the same machine and with the same thread count:
   linked against (found with ldd, called through ctypes), with that thread count.
 
 Throughputs use attnbench's FLOP convention (4 d per visible (query, key) pair
-for the forward), medians throughout. It prints NumPy's and both BLAS versions
-and the load average before and after, since a shared machine skews timings.
+for the forward). A shared machine's speed drifts by tens of percent within
+minutes, so the whole set is measured in rounds (--rounds): each round times
+the SGEMM, then every shape's NumPy and attnbench side by side, and a ratio is
+taken within a round, where both sides met the same machine. Each cell is the
+median over the rounds (of per-round medians), followed by the range of the
+per-round ratios. It prints NumPy's and both BLAS versions and the load average
+before and after.
 
-    scripts/cpu_vs_numpy.py                       # N 1024 2048 4096, d 64 128
-    scripts/cpu_vs_numpy.py --seqlen 2048 --head-dim 64 --threads 2
+    scripts/cpu_vs_numpy.py                       # N 1024 2048 4096, d 64 128, 3 rounds
+    scripts/cpu_vs_numpy.py --seqlen 2048 --head-dim 64 --threads 2 --rounds 5
 
 Exit codes: 0 done, 2 bad usage, 4 the binary or its BLAS cannot be found or run.
 """
@@ -45,9 +50,11 @@ def parse_arguments():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--seqlen", type=int, nargs="+", default=[1024, 2048, 4096])
     parser.add_argument("--head-dim", type=int, nargs="+", default=[64, 128])
-    parser.add_argument("--repeats", type=int, default=7, help="timed NumPy calls per shape (median taken)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed NumPy calls per shape and round (median taken)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times the whole set is measured, interleaved (default 3; ratios are paired within a round)")
     arguments = parser.parse_args()
-    for name in ("threads", "batch", "heads", "repeats"):
+    for name in ("threads", "batch", "heads", "repeats", "rounds"):
         if getattr(arguments, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if min(arguments.seqlen) < 1 or min(arguments.head_dim) < 1:
@@ -134,6 +141,31 @@ def attnbench_rates(arguments, seqlen, head_dim):
     return rates, document["tool"]
 
 
+def measure_round(arguments, numpy, sgemm):
+    """One round: the SGEMM reference, then NumPy and attnbench on every shape.
+
+    Returns (reference GFLOP/s, {(seqlen, head_dim): {name: GFLOP/s}}, the tool record)."""
+    reference = sgemm.rate(numpy)
+    rates, tool = {}, None
+    for head_dim in arguments.head_dim:
+        for seqlen in arguments.seqlen:
+            generator = numpy.random.default_rng(seqlen * 1000 + head_dim)
+            shape = (arguments.batch, arguments.heads, seqlen, head_dim)
+            q, k, v = (generator.standard_normal(shape, dtype=numpy.float32) for _ in range(3))
+            flops = 4.0 * head_dim * seqlen * seqlen * arguments.batch * arguments.heads
+            numpy_rate = median_rate(lambda: numpy_attention(numpy, q, k, v, head_dim**-0.5), flops, arguments.repeats)
+            del q, k, v
+            rates[seqlen, head_dim], tool = attnbench_rates(arguments, seqlen, head_dim)
+            rates[seqlen, head_dim]["numpy"] = numpy_rate
+    return reference, rates, tool
+
+
+def ratio_cell(rounds, shape, name, denominator):
+    """'median x [lowest-highest]' of the per-round ratios name / denominator."""
+    ratios = [rates[shape][name] / rates[shape][denominator] for _, rates, _ in rounds]
+    return f"{statistics.median(ratios):4.2f}x [{min(ratios):4.2f}-{max(ratios):4.2f}]"
+
+
 def main():
     arguments = parse_arguments()
     if not os.access(arguments.binary, os.X_OK):
@@ -147,34 +179,35 @@ def main():
 
     start_load = load_average()
     sgemm = Sgemm(linked_blas(arguments.binary), arguments.threads)
-    reference = sgemm.rate(numpy)
     numpy_blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
     print(f"numpy {numpy.__version__}, its BLAS: {numpy_blas.get('name')} {numpy_blas.get('version')}")
     print(f"attnbench's BLAS: {sgemm.description}")
-    print(f"threads: {arguments.threads}; load average at the start: {start_load}")
-    print(f"reference: SGEMM 2048^3 through attnbench's BLAS: {reference:.1f} GFLOP/s")
+    print(f"threads: {arguments.threads}; rounds: {arguments.rounds}; load average at the start: {start_load}")
+    rounds = []
+    for index in range(arguments.rounds):
+        rounds.append(measure_round(arguments, numpy, sgemm))
+        print(f"round {index + 1} of {arguments.rounds} done; load average {load_average()}", flush=True)
+    references = [reference for reference, _, _ in rounds]
+    reference = statistics.median(references)
+    print(f"reference: SGEMM 2048^3 through attnbench's BLAS: {reference:.1f} GFLOP/s "
+          f"(rounds {min(references):.1f}-{max(references):.1f})")
     print()
     header = ("shape", "numpy", "cpu.standard", "cpu.flash", "flash/standard")
-    print(f"{header[0]:<24} {header[1]:>14} {header[2]:>26} {header[3]:>26} {header[4]:>15}")
-    tool = None
+    print(f"{header[0]:<20} {header[1]:>10} {header[2]:>35} {header[3]:>35} {header[4]:>22}")
     for head_dim in arguments.head_dim:
         for seqlen in arguments.seqlen:
-            generator = numpy.random.default_rng(seqlen * 1000 + head_dim)
-            shape = (arguments.batch, arguments.heads, seqlen, head_dim)
-            q, k, v = (generator.standard_normal(shape, dtype=numpy.float32) for _ in range(3))
-            flops = 4.0 * head_dim * seqlen * seqlen * arguments.batch * arguments.heads
-            numpy_rate = median_rate(lambda: numpy_attention(numpy, q, k, v, head_dim**-0.5), flops, arguments.repeats)
-            del q, k, v
-            rates, tool = attnbench_rates(arguments, seqlen, head_dim)
-            cells = []
-            for name in ("cpu.standard", "cpu.flash"):
-                rate = rates[name]
-                cells.append(f"{rate:6.1f} ({rate / numpy_rate:4.2f}x, {100 * rate / reference:3.0f}%)")
+            shape = (seqlen, head_dim)
+            median = {name: statistics.median(rates[shape][name] for _, rates, _ in rounds)
+                      for name in ("numpy", "cpu.standard", "cpu.flash")}
+            cells = [f"{median[name]:6.1f} {100 * median[name] / reference:3.0f}% "
+                     f"{ratio_cell(rounds, shape, name, 'numpy')}" for name in ("cpu.standard", "cpu.flash")]
             label = f"b{arguments.batch} h{arguments.heads} N{seqlen} d{head_dim}"
-            print(f"{label:<24} {numpy_rate:8.1f} GF/s {cells[0]:>26} {cells[1]:>26} "
-                  f"{rates['cpu.flash'] / rates['cpu.standard']:14.2f}x", flush=True)
+            print(f"{label:<20} {median['numpy']:10.1f} {cells[0]:>35} {cells[1]:>35} "
+                  f"{ratio_cell(rounds, shape, 'cpu.flash', 'cpu.standard'):>22}")
     print()
-    print("GF/s: GFLOP/s of the forward (median); (Nx, P%): N times numpy's rate, P% of the SGEMM reference")
+    print("GFLOP/s of the forward: the median over the rounds of each round's median; P%: of the SGEMM reference;")
+    print("Nx [a-b]: the median and range over the rounds of the ratio to NumPy (or to cpu.standard) within a round")
+    tool = rounds[-1][2]
     print(f"attnbench {tool['version']} (git {tool['git_revision']}); load average at the end: {load_average()}")
     return 0
 

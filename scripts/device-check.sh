@@ -37,7 +37,8 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 started=$SECONDS
 # A kernel that never ends fails its case after a minute and the run goes on
-# (harness/cuda/device_wait.hpp): no call here takes longer than the 20 s the
+# without that implementation's later cases (harness/cuda/device_wait.hpp):
+# no call here takes longer than the 20 s the
 # --memory-only runs allow themselves. Each time limit below sends SIGTERM
 # (attnbench saves what it finished) and SIGKILL 10 s later.
 export ATTNBENCH_DEVICE_WAIT_LIMIT=${ATTNBENCH_DEVICE_WAIT_LIMIT:-60}

@@ -20,41 +20,57 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Loses its "context" on the first forward call it ever makes.
-class LosesContextOnce final : public Implementation {
+// A test double whose first forward call ever throws what throw_error()
+// throws; it counts every call.
+class FailsOnFirstCall : public Implementation {
  public:
-  static inline int calls = 0;
-  std::string_view name() const override { return "test.loses_context"; }
   std::string_view device() const override { return "cpu"; }
-  std::string_view summary() const override { return "test double: a sticky device error on its first call"; }
   Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f32; }
   std::size_t workspace_bytes(const Problem&, const ExecutionContext&) const override { return 0; }
   void forward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {
-    if (calls++ == 0) throw DeviceError("kernel launch: cudaErrorIllegalAddress (test)", true);
+    if (calls_++ == 0) throw_error();
   }
   void backward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {}
+
+ protected:
+  // `calls`: the subclass's count, kept across the instances a registry makes.
+  explicit FailsOnFirstCall(int& calls) : calls_(calls) {}
+
+ private:
+  [[noreturn]] virtual void throw_error() const = 0;
+  int& calls_;
+};
+
+// Loses its "context": a sticky device error.
+class LosesContextOnce final : public FailsOnFirstCall {
+ public:
+  static inline int calls = 0;
+  LosesContextOnce() : FailsOnFirstCall(calls) {}
+  std::string_view name() const override { return "test.loses_context"; }
+  std::string_view summary() const override { return "test double: a sticky device error on its first call"; }
+
+ private:
+  [[noreturn]] void throw_error() const override { throw DeviceError("kernel launch: cudaErrorIllegalAddress (test)", true); }
+};
+
+// Its device work "never finishes" (what the cuda backend's limited wait reports).
+class TimesOutOnce final : public FailsOnFirstCall {
+ public:
+  static inline int calls = 0;
+  TimesOutOnce() : FailsOnFirstCall(calls) {}
+  std::string_view name() const override { return "test.times_out"; }
+  std::string_view summary() const override {
+    return "test double: device work past the wait limit on its first call";
+  }
+
+ private:
+  [[noreturn]] void throw_error() const override {
+    throw DeviceTimeout("the GPU did not finish the stream's work within 1 s (test)");
+  }
 };
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<LosesContextOnce>(); }};
-
-// Its device work "never finishes" on its first forward call (what the cuda
-// backend's limited wait reports); counts every call.
-class TimesOutOnce final : public Implementation {
- public:
-  static inline int calls = 0;
-  std::string_view name() const override { return "test.times_out"; }
-  std::string_view device() const override { return "cpu"; }
-  std::string_view summary() const override { return "test double: device work past the wait limit on its first call"; }
-  Verdict supports(const Problem&) const override { return Verdict::yes(); }
-  ElementType output_type(const Problem&) const override { return ElementType::f32; }
-  std::size_t workspace_bytes(const Problem&, const ExecutionContext&) const override { return 0; }
-  void forward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {
-    if (calls++ == 0) throw DeviceTimeout("the GPU did not finish the stream's work within 1 s (test)");
-  }
-  void backward(const Problem&, const AttentionBuffers&, ExecutionContext&) override {}
-};
-
 const ImplementationRegistration kTimeoutRegistration{[] { return std::make_unique<TimesOutOnce>(); }};
 
 // Whether another process can take the lock of `target` now.
@@ -73,15 +89,18 @@ bool another_process_can_lock(const std::string& target) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
-  const fs::path directory = fs::path(::testing::TempDir()) / ("attnbench_restart_" + std::to_string(getpid()));
+// A fresh directory named after `stem` holding scenario `name` (sweeping
+// `sweep`, one sample per record, no accuracy check) of cpu.flash and
+// `implementation`, and the options of `attnbench run` on it, -o in it.
+RunOptions restart_run(const std::string& stem, const std::string& name, const std::string& defaults,
+                       const std::string& sweep, const std::string& implementation) {
+  const fs::path directory = fs::path(::testing::TempDir()) / (stem + "_" + std::to_string(getpid()));
   fs::remove_all(directory);
   fs::create_directories(directory);
-  const fs::path scenario = directory / "lost.json";
-  std::ofstream(scenario) << R"({"name": "lost", "description": "two cases",
-    "defaults": {"batch": 1, "heads": 1, "head_dim": 8, "seqlen": 16},
-    "sweep": {"causal": [false, true]},
-    "implementations": ["cpu.flash", "test.loses_context"],
+  const fs::path scenario = directory / (name + ".json");
+  std::ofstream(scenario) << R"({"name": ")" << name << R"(", "description": "a sweep",
+    "defaults": )" << defaults << R"(, "sweep": )" << sweep << R"(,
+    "implementations": ["cpu.flash", ")" << implementation << R"("],
     "accuracy": {"check": false},
     "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
                 "max_samples": 1, "min_seconds": 0, "max_seconds": 1}})";
@@ -90,6 +109,13 @@ TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   options.output_path = (directory / "results.json").string();
   options.threads = 1;
   options.command_line = {"attnbench", "run"};
+  return options;
+}
+
+TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
+  RunOptions options = restart_run("attnbench_restart", "lost",
+                                   R"({"batch": 1, "heads": 1, "head_dim": 8, "seqlen": 16})",
+                                   R"({"causal": [false, true]})", "test.loses_context");
 
   try {
     run_scenarios(options);
@@ -113,29 +139,15 @@ TEST(RunnerRestart, ALostContextSavesTheRecordsAndAsksToResume) {
   EXPECT_EQ(finished["records"][3]["status"], "ok") << "the sweep went on after the restart";
   EXPECT_TRUE(another_process_can_lock(options.output_path)) << "released at the end";
   EXPECT_FALSE(fs::exists(lock_file_path(options.output_path)));
-  fs::remove_all(directory);
+  fs::remove_all(fs::path(options.output_path).parent_path());
 }
 
 // A kernel that never ends fails its case as a timeout and, after the restart,
 // the implementation's later cases fail without being run (each would wait the
 // whole limit again), while the other implementations go on.
 TEST(RunnerRestart, AfterATimeoutTheImplementationsLaterCasesFailWithoutRunning) {
-  const fs::path directory = fs::path(::testing::TempDir()) / ("attnbench_timeout_" + std::to_string(getpid()));
-  fs::remove_all(directory);
-  fs::create_directories(directory);
-  const fs::path scenario = directory / "hang.json";
-  std::ofstream(scenario) << R"({"name": "hang", "description": "three cases",
-    "defaults": {"batch": 1, "heads": 1, "head_dim": 8},
-    "sweep": {"seqlen": [16, 24, 32]},
-    "implementations": ["cpu.flash", "test.times_out"],
-    "accuracy": {"check": false},
-    "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
-                "max_samples": 1, "min_seconds": 0, "max_seconds": 1}})";
-  RunOptions options;
-  options.scenario_paths = {scenario.string()};
-  options.output_path = (directory / "results.json").string();
-  options.threads = 1;
-  options.command_line = {"attnbench", "run"};
+  RunOptions options = restart_run("attnbench_timeout", "hang", R"({"batch": 1, "heads": 1, "head_dim": 8})",
+                                   R"({"seqlen": [16, 24, 32]})", "test.times_out");
 
   EXPECT_THROW(run_scenarios(options), RestartRequired);
   const auto saved = load_results_file(options.output_path);
@@ -159,7 +171,7 @@ TEST(RunnerRestart, AfterATimeoutTheImplementationsLaterCasesFailWithoutRunning)
                                       "of its later cases are run");
     }
   }
-  fs::remove_all(directory);
+  fs::remove_all(fs::path(options.output_path).parent_path());
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 // the reason, the finished records are saved, and the run continues in a new
 // process (harness/run/runner.hpp), whose exit ends the hung kernel; that
 // implementation's later cases are recorded as failed without being run, each
-// of which would likely hang as long. Until then the
-// kernel still runs, and anything that waits for the device (cudaFree does)
-// would hang in its turn: once a wait has expired, the backend frees nothing
-// more (device_wait_expired) and leaves that to the restart.
+// of which would likely hang as long. Until the restart the kernel still runs,
+// and anything that waits for the device (cudaFree does) would hang in its
+// turn: once a wait has expired, the backend frees nothing more
+// (device_wait_expired) and leaves that to the restart.
 //
 // Host-only, so that it is tested without a GPU (tests/test_device_wait.cpp).
 #pragma once

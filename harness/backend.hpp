@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/machine_check.hpp"
+
 #include "harness/implementation.hpp"
 #include "harness/measure/profiler.hpp"
 #include "harness/verdict.hpp"
@@ -76,6 +78,9 @@ class Backend {
   // The device's clocks now: {"sm_mhz", "memory_mhz", "throttle_reasons", …};
   // null where they are not monitored (the host).
   virtual nlohmann::ordered_json read_clocks() { return nullptr; }
+  // What makes the device unfit for benchmarking now (harness/machine_check.hpp):
+  // other processes on it, clocks, persistence, power limit, ECC, throttling.
+  virtual std::vector<MachineFinding> machine_findings() { return {}; }
   // The hardware-counter profiler of the profiling pass; nullptr for none.
   virtual DeviceProfiler* profiler() { return nullptr; }
   // What this device can observe of a call on its stream (stream capture, free

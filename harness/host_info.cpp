@@ -1,6 +1,7 @@
 #include "harness/host_info.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -222,6 +223,54 @@ std::optional<std::array<double, 3>> load_average() {
   std::array<double, 3> loads{};
   if (getloadavg(loads.data(), 3) != 3) return std::nullopt;
   return loads;
+}
+
+std::optional<std::array<unsigned long long, 2>> parse_proc_stat_cpu_times(const std::string& proc_stat) {
+  std::istringstream lines(proc_stat);
+  std::string label;
+  if (!(lines >> label) || label != "cpu") return std::nullopt;
+  // user nice system idle iowait irq softirq steal (guest time is in user already)
+  std::array<unsigned long long, 8> fields{};
+  for (auto& field : fields) {
+    if (!(lines >> field)) return std::nullopt;
+  }
+  unsigned long long all = 0;
+  for (const auto field : fields) all += field;
+  return std::array<unsigned long long, 2>{all, fields[7]};
+}
+
+namespace {
+
+std::optional<std::array<unsigned long long, 2>> cpu_times() {
+  std::ifstream file("/proc/stat");
+  std::string line;
+  if (!std::getline(file, line)) return std::nullopt;
+  return parse_proc_stat_cpu_times(line);
+}
+
+long involuntary_switches() {
+  rusage usage{};
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_nivcsw : 0;
+}
+
+}  // namespace
+
+HostActivityProbe::HostActivityProbe() : cpu_times_(cpu_times()), involuntary_switches_(involuntary_switches()) {
+  if (const auto loads = load_average()) load_ = (*loads)[0];
+}
+
+HostActivity HostActivityProbe::finish() const {
+  HostActivity activity;
+  activity.available_cpus = available_cpus().count;
+  activity.load_before = load_;
+  if (const auto loads = load_average()) activity.load_after = (*loads)[0];
+  const auto times = cpu_times();
+  if (times && cpu_times_ && (*times)[0] > (*cpu_times_)[0]) {
+    activity.steal_fraction = static_cast<double>((*times)[1] - (*cpu_times_)[1]) /
+                              static_cast<double>((*times)[0] - (*cpu_times_)[0]);
+  }
+  activity.involuntary_switches = involuntary_switches() - involuntary_switches_;
+  return activity;
 }
 
 HostInfo read_host_info() {

@@ -64,4 +64,27 @@ std::optional<std::uint64_t> parse_cache_size(const std::string& text);
 // The 1-, 5- and 15-minute load averages; nullopt where the OS does not say.
 std::optional<std::array<double, 3>> load_average();
 
+// What the host did while samples were taken (harness/measure/noise.hpp judges it).
+struct HostActivity {
+  std::optional<double> load_before, load_after;  // 1-minute load average
+  std::optional<double> steal_fraction;            // of all CPU time on the host (/proc/stat)
+  std::optional<long> involuntary_switches;        // of this process (getrusage)
+  int available_cpus = 1;
+};
+
+// Started before the samples, finished after them.
+class HostActivityProbe {
+ public:
+  HostActivityProbe();
+  HostActivity finish() const;
+
+ private:
+  std::optional<double> load_;
+  std::optional<std::array<unsigned long long, 2>> cpu_times_;  // all, steal (clock ticks)
+  long involuntary_switches_ = 0;
+};
+
+// The "cpu" line of /proc/stat as (all, steal) clock ticks; nullopt where it cannot be read.
+std::optional<std::array<unsigned long long, 2>> parse_proc_stat_cpu_times(const std::string& proc_stat);
+
 }  // namespace attnbench

@@ -9,8 +9,9 @@ that the head build merges and compares. A head whose runs report more peak
 memory is a deterministic regression: the gate must exit 1; a head that loses a
 case is not comparable (exit 3), and the gate never lets compare allow that. A run that cannot
 start ends the gate with its status; bad arguments exit 2 before anything runs.
-The time threshold is raised (COMPARE_ARGS) because a shared test machine can
-slow one side's samples many times over; compare's own tests cover its statistics.
+The time threshold is raised and noisy cells judged (COMPARE_ARGS) because a
+shared test machine can slow one side's samples many times over; compare's own
+tests cover its statistics and noise rules.
 """
 import json
 import stat
@@ -44,7 +45,7 @@ class CiGate(attnbench_testing.ScenarioTestCase):
         self.gate = ARGS.source_dir / "scripts" / "ci_gate.sh"
 
     def wrapper(self, side, extra_peak_bytes=0, only_impl=""):
-        """A build of `side`: logs "<side> <subcommand> [K/N]" and runs the real binary; its runs
+        """A build of `side`: logs "<side> <subcommand> [round-K]" and runs the real binary; its runs
         then add `extra_peak_bytes` to every measured peak memory, and run only the implementation
         `only_impl` when given (a build that lost the others)."""
         path = self.directory / side / "attnbench"
@@ -52,7 +53,7 @@ class CiGate(attnbench_testing.ScenarioTestCase):
         path.write_text(f"""#!{sys.executable}
 import json, subprocess, sys
 arguments = sys.argv[1:]
-shard = arguments[arguments.index("--shard") + 1] if "--shard" in arguments else ""
+shard = arguments[arguments.index("-o") + 1].rsplit("/", 1)[-1][:-len(".json")] if arguments[0] == "run" else ""
 with open({str(self.log)!r}, "a") as log:
     log.write(f"{side} {{arguments[0]}} {{shard}}\\n")
 if arguments[0] == "run" and {only_impl!r}:
@@ -73,7 +74,7 @@ sys.exit(status)
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
         return path
 
-    def gate_run(self, *arguments, compare_args="--time-threshold 100"):
+    def gate_run(self, *arguments, compare_args="--time-threshold 100 --allow-noisy"):
         env = attnbench_testing.environment_without("RUN_ARGS")
         # One thread: with two OpenMP threads on a loaded two-core machine a
         # sample can wait a whole scheduler tick for a preempted thread (200x).
@@ -89,7 +90,7 @@ sys.exit(status)
 
         calls = self.log.read_text().split("\n")
         runs = [line for line in calls if " run " in line]
-        self.assertEqual(runs, ["base run 1/2", "head run 1/2", "head run 2/2", "base run 2/2"])
+        self.assertEqual(runs, ["base run round-1", "head run round-1", "head run round-2", "base run round-2"])
         self.assertEqual([line.split()[:2] for line in calls if " merge " in line or " compare " in line],
                          [["head", "merge"], ["head", "merge"], ["head", "compare"]])
 
@@ -97,6 +98,11 @@ sys.exit(status)
             merged = json.loads((outdir / f"{side}.json").read_text())
             self.assertTrue(merged["complete"], side)
             self.assertEqual(len(merged["merged_from"]), 2)
+            self.assertEqual(len(merged["records"]), 2, "one record per cell, its rounds joined")
+            for record in merged["records"]:
+                self.assertEqual([r["round"] for r in record["timing"]["rounds"]], [1, 2])
+                self.assertEqual(sum(r["samples"] for r in record["timing"]["rounds"]),
+                                 len(record["timing"]["samples_seconds"]))
         self.assertTrue((outdir / "summary.md").read_text().strip())
         junit = ElementTree.parse(outdir / "junit.xml").getroot()
         self.assertEqual(len(junit.findall(".//testcase")), 2, "one test case per compared cell")
@@ -128,7 +134,7 @@ sys.exit(status)
     def test_the_gate_refuses_to_allow_missing_cells(self):
         outdir = self.directory / "never"
         gate = self.gate_run(self.builds["base"], self.builds["head"], self.scenario, outdir, 2,
-                             compare_args="--time-threshold 100 --allow-missing")
+                             compare_args="--time-threshold 100 --allow-noisy --allow-missing")
         self.assertEqual(gate.returncode, 2, gate.stdout + gate.stderr)
         self.assertIn("--allow-missing", gate.stderr)
         self.assertFalse(self.log.exists())
@@ -148,7 +154,7 @@ sys.exit(status)
         bad.write_text('{"name": "bad"}')
         gate = self.gate_run(self.builds["base"], self.builds["head"], bad, self.directory / "out", 2)
         self.assertEqual(gate.returncode, 2, gate.stdout + gate.stderr)
-        self.assertIn("the base build failed on shard 1/2 (exit 2)", gate.stderr)
+        self.assertIn("the base build failed in round 1/2 (exit 2)", gate.stderr)
         self.assertNotIn("compare", self.log.read_text())
 
 

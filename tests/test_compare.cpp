@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -485,7 +486,7 @@ TEST(Compare, InconclusiveForLackOfSamplesSaysHowManyToTake) {
   EXPECT_EQ(samples_for_an_interval(0.05 / 24), 6u);
   EXPECT_EQ(samples_for_an_interval(0.05), 3u);  // 1 / C(6, 3) = 0.05
   EXPECT_EQ(samples_for_an_interval(1.0 / 184756), 10u);
-  std::vector<TimeSamples> cells(24, TimeSamples{samples(1e-3, 1), samples(1e-3, 2), 0.05});
+  std::vector<TimeSamples> cells(24, TimeSamples{samples(1e-3, 1), samples(1e-3, 2), 0.05, 0.10, {}});
   cells[0].new_seconds.resize(4);
   cells[1].base_seconds.resize(5);
   cells[1].new_seconds.resize(5);
@@ -853,6 +854,135 @@ TEST(CompareOutputs, JsonCarriesSettingsCellsSummaryAndExitCode) {
   // From 0 bytes the relative change has no value: null, never inf.
   EXPECT_TRUE(json["cells"][2]["metrics"]["hbm_bytes"]["relative_change"].is_null());
   EXPECT_EQ(json["cells"][2]["verdict"], "regression");
+}
+
+// ---- noise, rounds and the oracle (docs/compare.md, "Noise and rounds") ----
+
+// `record` whose samples come from rounds 1, 2, … (merge --rounds), each with a noise verdict.
+Json rounded_record(const std::string& case_key, const std::vector<std::vector<double>>& rounds,
+                    const std::vector<bool>& noisy = {}) {
+  std::vector<double> all;
+  Json entries = Json::array();
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    all.insert(all.end(), rounds[r].begin(), rounds[r].end());
+    const bool is_noisy = r < noisy.size() && noisy[r];
+    std::vector<double> sorted = rounds[r];
+    std::sort(sorted.begin(), sorted.end());
+    entries.push_back({{"round", r + 1}, {"source", "round-" + std::to_string(r + 1) + ".json"},
+                       {"samples", rounds[r].size()}, {"p50", sorted[sorted.size() / 2]}, {"noisy", is_noisy},
+                       {"noise", is_noisy ? "noisy: quantised at ~4.000 ms" : "ok"}});
+  }
+  Json r = record(case_key, all);
+  r["timing"]["rounds"] = entries;
+  return r;
+}
+
+// BASE and NEW of one cell in four rounds; NEW's round r is `factors[r]` times slower.
+Pair four_rounds(const std::vector<double>& factors, const std::vector<bool>& noisy_new = {}) {
+  Pair pair;
+  pair.base["records"] = Json::array();
+  pair.next["records"] = Json::array();
+  std::vector<std::vector<double>> base_rounds, new_rounds;
+  for (std::size_t r = 0; r < factors.size(); ++r) {
+    base_rounds.push_back(samples(1e-3, 100 + r));
+    new_rounds.push_back(samples(1e-3 * factors[r], 200 + r));
+  }
+  pair.base["records"].push_back(rounded_record("case0", base_rounds));
+  pair.next["records"].push_back(rounded_record("case0", new_rounds, noisy_new));
+  return pair;
+}
+
+TEST(CompareRounds, ASlowdownInEveryRoundIsARegressionWithTheRoundsNamed) {
+  const CompareReport report = four_rounds({1.25, 1.25, 1.25, 1.25}).compare();
+  const MetricComparison* time = cell(report, "case0").metric("time");
+  ASSERT_NE(time, nullptr);
+  EXPECT_EQ(time->verdict, CompareVerdict::regression) << time->summary;
+  EXPECT_NE(time->summary.find("rounds +"), std::string::npos) << time->summary;
+  EXPECT_EQ(time->details["rounds"].size(), 4u);
+  EXPECT_EQ(report.exit_code, 1);
+}
+
+TEST(CompareRounds, ADifferenceOneRoundContradictsIsInconclusiveNotARegression) {
+  // Pooled, three slow rounds out-vote the fourth; the rounds disagree in direction.
+  const CompareReport report = four_rounds({1.4, 1.4, 1.4, 0.97}).compare();
+  const MetricComparison* time = cell(report, "case0").metric("time");
+  EXPECT_EQ(time->verdict, CompareVerdict::inconclusive) << time->summary;
+  EXPECT_NE(time->summary.find("the rounds disagree"), std::string::npos) << time->summary;
+  EXPECT_EQ(report.exit_code, 3);
+}
+
+TEST(CompareRounds, AnEffectBelowTheMinimumEffectIsAPass) {
+  // +7% in every round clears a 5% interval threshold but not the 10% minimum effect.
+  const CompareReport report = four_rounds({1.07, 1.07, 1.07, 1.07}).compare();
+  const MetricComparison* time = cell(report, "case0").metric("time");
+  EXPECT_EQ(time->verdict, CompareVerdict::pass) << time->summary;
+  EXPECT_NE(time->summary.find("within the minimum effect +10.0%"), std::string::npos) << time->summary;
+  CompareSettings strict;
+  strict.defaults.min_effect = 0.05;
+  EXPECT_EQ(four_rounds({1.07, 1.07, 1.07, 1.07}).compare(strict).exit_code, 1);
+}
+
+TEST(CompareRounds, NoisyRoundsAreLeftOutAndMostlyNoisyCellsAreInconclusive) {
+  // One noisy round of four: judged on the other three.
+  const CompareReport one = four_rounds({1.25, 1.25, 0.8, 1.25}, {false, false, true, false}).compare();
+  EXPECT_EQ(cell(one, "case0").metric("time")->verdict, CompareVerdict::regression)
+      << cell(one, "case0").metric("time")->summary;
+  EXPECT_EQ(cell(one, "case0").metric("time")->details["rounds"].size(), 3u);
+  // Three of four noisy: inconclusive, never a regression, and the noise is named.
+  const CompareReport most = four_rounds({1.25, 1.25, 1.25, 1.25}, {true, true, true, false}).compare();
+  const MetricComparison* time = cell(most, "case0").metric("time");
+  EXPECT_EQ(time->verdict, CompareVerdict::inconclusive);
+  EXPECT_NE(time->summary.find("noisy: NEW round 1 noisy: quantised at ~4.000 ms"), std::string::npos)
+      << time->summary;
+  EXPECT_EQ(most.exit_code, 3);
+}
+
+TEST(CompareRounds, ANoisyPlainRecordIsInconclusive) {
+  Pair pair;
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(2e-3, 20);
+  pair.new_record(0)["timing"]["noise"] = {{"verdict", "noisy: 2 levels ~1.0 ms (50%), ~2.0 ms (50%)"},
+                                           {"noisy", true}, {"judged", true}, {"resolution_seconds", nullptr},
+                                           {"findings", Json::array()}};
+  const CompareReport report = pair.compare();
+  EXPECT_EQ(cell(report, "case0").metric("time")->verdict, CompareVerdict::inconclusive);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.next.noisy_records, 1u);
+  EXPECT_NE(render_compare_markdown(report).find("Machine of NEW: 1 noisy record"), std::string::npos);
+}
+
+TEST(Compare, TheOraclesTimeIsNotGated) {
+  Pair pair;
+  for (Json* record : {&pair.base_record(0), &pair.new_record(0)}) {
+    (*record)["implementation"] = "cpu.reference";
+    (*record)["accuracy"] = {{"status", "oracle"}, {"reason", "this implementation is the oracle"},
+                             {"oracle", "cpu.reference"}, {"sample", nullptr}, {"baseline", ""},
+                             {"rule_applied", false}, {"tensors", Json::object()}};
+  }
+  pair.new_record(0)["timing"]["samples_seconds"] = samples(3e-3, 20);  // 3x slower
+  const CompareReport report = pair.compare();
+  const MetricComparison* time = cell(report, "case0").metric("time");
+  EXPECT_EQ(time->verdict, CompareVerdict::pass);
+  EXPECT_EQ(time->summary, "time: not judged (the fp64 oracle)");
+  EXPECT_EQ(report.exit_code, 0);
+}
+
+TEST(CompareOutputs, TheLoadAndMachineWarningsOfEachSideAreShown) {
+  Pair pair;
+  pair.next["load_average"] = {{"run_start", {5.9, 4.0, 3.0}}, {"run_end", {6.4, 5.0, 3.5}}};
+  pair.next["machine"] = {{"checked_at", "2026-01-01T00:00:00Z"},
+                          {"findings", {{{"check", "load"}, {"level", "warn"}, {"message", "load average 5.9"},
+                                         {"fix", "run when idle"}},
+                                        {{"check", "governor"}, {"level", "note"}, {"message", "no governor"},
+                                         {"fix", ""}}}}};
+  const CompareReport report = pair.compare();
+  EXPECT_NEAR(*report.next.highest_load, 6.4, 1e-12);
+  const std::string terminal = render_compare_terminal(report);
+  EXPECT_NE(terminal.find("machine of NEW: load average up to 6.4"), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("warn: load average 5.9"), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("run when idle"), std::string::npos) << terminal;
+  EXPECT_EQ(terminal.find("no governor"), std::string::npos);  // notes cannot change a verdict
+  EXPECT_EQ(terminal.find("machine of BASE"), std::string::npos);
+  EXPECT_EQ(compare_report_json(report)["inputs"]["new"]["highest_load_average"], 6.4);
 }
 
 }  // namespace

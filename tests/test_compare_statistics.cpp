@@ -240,8 +240,9 @@ std::map<CompareVerdict, int> verdict_counts(int seeds, std::size_t cells, doubl
     for (std::size_t c = 0; c < cells; ++c) {
       const Scenario s = scenario(random);
       const double median = 1e-3 * static_cast<double>(c + 1);
+      // The minimum effect at the threshold: these cells test the interval's rule.
       family.push_back({timing_samples(random, s.count, median, s.sigma),
-                        timing_samples(random, s.count, median * ratio, s.sigma), threshold});
+                        timing_samples(random, s.count, median * ratio, s.sigma), threshold, threshold, {}});
     }
     CompareVerdict worst = CompareVerdict::pass;
     for (const MetricComparison& verdict : compare_times(family, 0.05)) {
@@ -355,7 +356,7 @@ TEST(TimeVerdicts, ASlowdownOfExactlyTheThresholdOnACoarseClockIsNoRegression) {
       next.push_back(ticks * 1.05 * 0.5e-6);
     }
   }
-  const std::vector<MetricComparison> verdicts = compare_times({TimeSamples{base, next, 0.05}}, 0.05);
+  const std::vector<MetricComparison> verdicts = compare_times({TimeSamples{base, next, 0.05, 0.10, {}}}, 0.05);
   ASSERT_EQ(verdicts.size(), 1u);
   EXPECT_NE(verdicts[0].verdict, CompareVerdict::regression) << verdicts[0].summary;
   const ShiftComparison at_threshold(log_of(base), log_of(next), std::log1p(0.05));
@@ -373,7 +374,7 @@ TEST(TimeVerdicts, TooFewOrNonPositiveSamplesAreInconclusive) {
 
   // Five samples each: the smallest exact p-value is 1/252 = 0.004, above the Holm
   // level 0.05/20 of a family of 20, so no interval exists.
-  std::vector<TimeSamples> family(20, TimeSamples{{1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}, 0.05});
+  std::vector<TimeSamples> family(20, TimeSamples{{1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}, 0.05, 0.10, {}});
   const std::vector<MetricComparison> crowded = compare_times(family, 0.05);
   EXPECT_EQ(crowded[0].verdict, CompareVerdict::inconclusive);
   EXPECT_NE(crowded[0].summary.find("no interval"), std::string::npos) << crowded[0].summary;
@@ -383,7 +384,7 @@ TEST(TimeVerdicts, TooFewOrNonPositiveSamplesAreInconclusive) {
 TEST(TimeVerdicts, ReportsEstimateIntervalAndPValuesInTheDetails) {
   std::mt19937_64 random(3);
   const std::vector<MetricComparison> verdicts =
-      compare_times({{timing_samples(random, 20, 1e-3, 0.01), timing_samples(random, 20, 1.2e-3, 0.01), 0.05}}, 0.05);
+      compare_times({{timing_samples(random, 20, 1e-3, 0.01), timing_samples(random, 20, 1.2e-3, 0.01), 0.05, 0.10, {}}}, 0.05);
   const MetricComparison& time = verdicts.at(0);
   EXPECT_EQ(time.verdict, CompareVerdict::regression);
   EXPECT_NEAR(time.details["ratio"].get<double>(), 1.2, 0.02);

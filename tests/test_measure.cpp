@@ -49,6 +49,7 @@ MeasureSettings scripted_settings() {
   MeasureSettings settings;
   settings.warmup_min_iterations = 0;
   settings.warmup_min_seconds = 0.0;
+  settings.warmup_window = 0;
   settings.min_samples = 10;
   settings.max_samples = 1000;
   settings.min_seconds = 0.0;

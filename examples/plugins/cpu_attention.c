@@ -21,7 +21,10 @@
  *
  * Built with -DATTNBENCH_EXAMPLE_WRONG it is cpu.example_wrong, which drops the
  * last visible key of every row (an off-by-one in the key range): attnbench's
- * accuracy check fails it.
+ * accuracy check fails it. Built with -DATTNBENCH_EXAMPLE_SLOWER it is still
+ * cpu.example but computes every fourth unit of work twice, a known slowdown
+ * of about 25% (where the units divide by four) for the regression gate to
+ * catch (scripts/gate_aa_benchmark.sh).
  */
 #include <attnbench/plugin.h>
 
@@ -40,6 +43,12 @@
 #define EXAMPLE_NAME "cpu.example"
 #define EXAMPLE_SUMMARY "plain C attention plug-in: one row of scores per thread, fp32 accumulation"
 #define KEYS_DROPPED 0
+#endif
+
+#ifdef ATTNBENCH_EXAMPLE_SLOWER
+#define PASSES(unit) ((unit) % 4 == 0 ? 2 : 1)
+#else
+#define PASSES(unit) 1
 #endif
 
 /* ---- fp16 and bf16 <-> float, rounding to nearest even ---- */
@@ -147,44 +156,98 @@ static int32_t example_workspace_bytes(void* user_data, const attnbench_problem*
   return ATTNBENCH_STATUS_OK;
 }
 
+/* One (batch, query head) of the forward. */
+static void forward_unit(const attnbench_problem* p, const attnbench_buffers* buffers, int64_t unit) {
+  const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
+  const int64_t b = unit / p->heads, h = unit % p->heads, kv = h / group;
+  float* scores = (float*)buffers->workspace + (int64_t)thread_index() * floats_per_thread(p);
+  float* out = scores + p->seqlen_k;
+  for (int64_t i = 0; i < p->seqlen_q; ++i) {
+    int64_t begin, end;
+    visible_keys(p, b, i, &begin, &end);
+    const int64_t q_row = b * p->q.batch + i * p->q.seq + h * p->q.head;
+    float row_max = -INFINITY;
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t k_row = b * p->k.batch + j * p->k.seq + kv * p->k.head;
+      float dot = 0;
+      for (int64_t c = 0; c < d; ++c) dot += load(buffers->q, p->input_dtype, q_row + c) * load(buffers->k, p->input_dtype, k_row + c);
+      scores[j] = (float)p->scale * dot;
+      if (scores[j] > row_max) row_max = scores[j];
+    }
+    float sum = 0;
+    for (int64_t c = 0; c < d; ++c) out[c] = 0;
+    for (int64_t j = begin; j < end; ++j) {
+      const float weight = expf(scores[j] - row_max);
+      const int64_t v_row = b * p->v.batch + j * p->v.seq + kv * p->v.head;
+      sum += weight;
+      for (int64_t c = 0; c < d; ++c) out[c] += weight * load(buffers->v, p->input_dtype, v_row + c);
+    }
+    const int64_t o_row = b * p->o.batch + i * p->o.seq + h * p->o.head;
+    for (int64_t c = 0; c < d; ++c) store(buffers->out, p->output_dtype, o_row + c, end > begin ? out[c] / sum : 0.0f);
+    buffers->lse[(b * p->heads + h) * p->seqlen_q + i] = end > begin ? row_max + logf(sum) : -INFINITY;
+  }
+}
+
 static int32_t example_forward(void* user_data, const attnbench_problem* p, const attnbench_buffers* buffers,
                                const attnbench_context* context, attnbench_message* message) {
   (void)user_data;
   (void)context; /* its threads: used by OpenMP */
   (void)message;
-  const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
   const int64_t units = p->batch * p->heads;
 #pragma omp parallel for num_threads(context->threads) schedule(dynamic)
   for (int64_t unit = 0; unit < units; ++unit) {
-    const int64_t b = unit / p->heads, h = unit % p->heads, kv = h / group;
-    float* scores = (float*)buffers->workspace + (int64_t)thread_index() * floats_per_thread(p);
-    float* out = scores + p->seqlen_k;
+    for (int pass = 0; pass < PASSES(unit); ++pass) forward_unit(p, buffers, unit);
+  }
+  return ATTNBENCH_STATUS_OK;
+}
+
+/* One (batch, kv head) of the backward: its dK, dV and its query heads' dQ. */
+static void backward_unit(const attnbench_problem* p, const attnbench_buffers* buffers, int64_t unit) {
+  const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
+  const int64_t b = unit / p->kv_heads, kv = unit % p->kv_heads;
+  float* probabilities = (float*)buffers->workspace + (int64_t)thread_index() * floats_per_thread(p);
+  float* d_q = probabilities + p->seqlen_k;
+  float* d_k = d_q + d;
+  float* d_v = d_k + p->seqlen_k * d;
+  memset(d_k, 0, (size_t)(2 * p->seqlen_k * d) * sizeof(float));
+  for (int64_t h = kv * group; h < (kv + 1) * group; ++h) {
     for (int64_t i = 0; i < p->seqlen_q; ++i) {
       int64_t begin, end;
       visible_keys(p, b, i, &begin, &end);
       const int64_t q_row = b * p->q.batch + i * p->q.seq + h * p->q.head;
-      float row_max = -INFINITY;
+      const int64_t o_row = b * p->o.batch + i * p->o.seq + h * p->o.head;
+      const float lse = buffers->lse[(b * p->heads + h) * p->seqlen_q + i];
+      float delta = 0; /* D = rowsum(dO * O) */
+      for (int64_t c = 0; c < d; ++c) {
+        delta += load(buffers->d_out, p->input_dtype, q_row + c) * load(buffers->out, p->output_dtype, o_row + c);
+      }
+      for (int64_t c = 0; c < d; ++c) d_q[c] = 0;
       for (int64_t j = begin; j < end; ++j) {
         const int64_t k_row = b * p->k.batch + j * p->k.seq + kv * p->k.head;
-        float dot = 0;
-        for (int64_t c = 0; c < d; ++c) dot += load(buffers->q, p->input_dtype, q_row + c) * load(buffers->k, p->input_dtype, k_row + c);
-        scores[j] = (float)p->scale * dot;
-        if (scores[j] > row_max) row_max = scores[j];
-      }
-      float sum = 0;
-      for (int64_t c = 0; c < d; ++c) out[c] = 0;
-      for (int64_t j = begin; j < end; ++j) {
-        const float weight = expf(scores[j] - row_max);
         const int64_t v_row = b * p->v.batch + j * p->v.seq + kv * p->v.head;
-        sum += weight;
-        for (int64_t c = 0; c < d; ++c) out[c] += weight * load(buffers->v, p->input_dtype, v_row + c);
+        float dot = 0, d_p = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          dot += load(buffers->q, p->input_dtype, q_row + c) * load(buffers->k, p->input_dtype, k_row + c);
+          d_p += load(buffers->d_out, p->input_dtype, q_row + c) * load(buffers->v, p->input_dtype, v_row + c);
+        }
+        const float probability = expf((float)p->scale * dot - lse);
+        const float d_s = probability * (d_p - delta);
+        for (int64_t c = 0; c < d; ++c) {
+          d_v[j * d + c] += probability * load(buffers->d_out, p->input_dtype, q_row + c);
+          d_k[j * d + c] += (float)p->scale * d_s * load(buffers->q, p->input_dtype, q_row + c);
+          d_q[c] += (float)p->scale * d_s * load(buffers->k, p->input_dtype, k_row + c);
+        }
       }
-      const int64_t o_row = b * p->o.batch + i * p->o.seq + h * p->o.head;
-      for (int64_t c = 0; c < d; ++c) store(buffers->out, p->output_dtype, o_row + c, end > begin ? out[c] / sum : 0.0f);
-      buffers->lse[(b * p->heads + h) * p->seqlen_q + i] = end > begin ? row_max + logf(sum) : -INFINITY;
+      for (int64_t c = 0; c < d; ++c) store(buffers->d_q, p->output_dtype, q_row + c, d_q[c]);
     }
   }
-  return ATTNBENCH_STATUS_OK;
+  for (int64_t j = 0; j < p->seqlen_k; ++j) {
+    const int64_t k_row = b * p->k.batch + j * p->k.seq + kv * p->k.head;
+    for (int64_t c = 0; c < d; ++c) {
+      store(buffers->d_k, p->output_dtype, k_row + c, d_k[j * d + c]);
+      store(buffers->d_v, p->output_dtype, k_row + c, d_v[j * d + c]);
+    }
+  }
 }
 
 static int32_t example_backward(void* user_data, const attnbench_problem* p, const attnbench_buffers* buffers,
@@ -192,54 +255,10 @@ static int32_t example_backward(void* user_data, const attnbench_problem* p, con
   (void)user_data;
   (void)context; /* its threads: used by OpenMP */
   (void)message;
-  const int64_t d = p->head_dim, group = p->heads / p->kv_heads;
   const int64_t units = p->batch * p->kv_heads;
 #pragma omp parallel for num_threads(context->threads) schedule(dynamic)
   for (int64_t unit = 0; unit < units; ++unit) {
-    const int64_t b = unit / p->kv_heads, kv = unit % p->kv_heads;
-    float* probabilities = (float*)buffers->workspace + (int64_t)thread_index() * floats_per_thread(p);
-    float* d_q = probabilities + p->seqlen_k;
-    float* d_k = d_q + d;
-    float* d_v = d_k + p->seqlen_k * d;
-    memset(d_k, 0, (size_t)(2 * p->seqlen_k * d) * sizeof(float));
-    for (int64_t h = kv * group; h < (kv + 1) * group; ++h) {
-      for (int64_t i = 0; i < p->seqlen_q; ++i) {
-        int64_t begin, end;
-        visible_keys(p, b, i, &begin, &end);
-        const int64_t q_row = b * p->q.batch + i * p->q.seq + h * p->q.head;
-        const int64_t o_row = b * p->o.batch + i * p->o.seq + h * p->o.head;
-        const float lse = buffers->lse[(b * p->heads + h) * p->seqlen_q + i];
-        float delta = 0; /* D = rowsum(dO * O) */
-        for (int64_t c = 0; c < d; ++c) {
-          delta += load(buffers->d_out, p->input_dtype, q_row + c) * load(buffers->out, p->output_dtype, o_row + c);
-        }
-        for (int64_t c = 0; c < d; ++c) d_q[c] = 0;
-        for (int64_t j = begin; j < end; ++j) {
-          const int64_t k_row = b * p->k.batch + j * p->k.seq + kv * p->k.head;
-          const int64_t v_row = b * p->v.batch + j * p->v.seq + kv * p->v.head;
-          float dot = 0, d_p = 0;
-          for (int64_t c = 0; c < d; ++c) {
-            dot += load(buffers->q, p->input_dtype, q_row + c) * load(buffers->k, p->input_dtype, k_row + c);
-            d_p += load(buffers->d_out, p->input_dtype, q_row + c) * load(buffers->v, p->input_dtype, v_row + c);
-          }
-          const float probability = expf((float)p->scale * dot - lse);
-          const float d_s = probability * (d_p - delta);
-          for (int64_t c = 0; c < d; ++c) {
-            d_v[j * d + c] += probability * load(buffers->d_out, p->input_dtype, q_row + c);
-            d_k[j * d + c] += (float)p->scale * d_s * load(buffers->q, p->input_dtype, q_row + c);
-            d_q[c] += (float)p->scale * d_s * load(buffers->k, p->input_dtype, k_row + c);
-          }
-        }
-        for (int64_t c = 0; c < d; ++c) store(buffers->d_q, p->output_dtype, q_row + c, d_q[c]);
-      }
-    }
-    for (int64_t j = 0; j < p->seqlen_k; ++j) {
-      const int64_t k_row = b * p->k.batch + j * p->k.seq + kv * p->k.head;
-      for (int64_t c = 0; c < d; ++c) {
-        store(buffers->d_k, p->output_dtype, k_row + c, d_k[j * d + c]);
-        store(buffers->d_v, p->output_dtype, k_row + c, d_v[j * d + c]);
-      }
-    }
+    for (int pass = 0; pass < PASSES(unit); ++pass) backward_unit(p, buffers, unit);
   }
   return ATTNBENCH_STATUS_OK;
 }

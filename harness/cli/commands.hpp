@@ -28,6 +28,7 @@ Subcommand add_info_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
 Subcommand add_merge_command(CLI::App& app);
+Subcommand add_doctor_command(CLI::App& app);
 
 // What `run` and `bench` share: every option but where the scenarios come from.
 struct RunCommandOptions {

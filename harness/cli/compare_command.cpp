@@ -147,7 +147,10 @@ Subcommand add_compare_command(CLI::App& app) {
   const CompareSettings defaults;
   const auto default_of = [](auto value) { return " (default " + Json(value).dump() + ")"; };
   add_setting("time_threshold", "--time-threshold", double{},
-              "Slowdown a cell may show before it regresses" + default_of(defaults.defaults.time_threshold));
+              "Slowdown the whole interval of a cell's time ratio must pass to regress" +
+                  default_of(defaults.defaults.time_threshold));
+  add_setting("min_effect", "--min-effect", double{},
+              "Smallest slowdown (across rounds) that is a regression" + default_of(defaults.defaults.min_effect));
   add_setting("alpha", "--alpha", double{},
               "Family-wise error rate of the time verdicts, Holm" + default_of(defaults.alpha));
   add_setting("hbm_tolerance", "--hbm-tolerance", double{},
@@ -157,6 +160,8 @@ Subcommand add_compare_command(CLI::App& app) {
   add_setting("accuracy_factor", "--accuracy-factor", double{},
               "NEW's error may be this times BASE's plus a floor" + default_of(defaults.defaults.accuracy_factor));
   add_setting("allow_different_devices", "--allow-different-devices", bool{}, "Compare even when the devices differ");
+  add_setting("allow_noisy", "--allow-noisy", bool{},
+              "Judge the time of noisy cells and rounds (timing.noise) instead of calling them inconclusive");
   add_setting("allow_different_settings", "--allow-different-settings", bool{},
               "Compare even when the runs' settings differ (threads, measure settings, cache mode)");
   command->add_flag("--allow-missing", options->allow_missing,

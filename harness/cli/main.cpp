@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string(tool_version()) + " (git " + git_revision() + ")");
     // The commands that run, list or check implementations take plug-ins.
     const std::vector<Subcommand> with_plugins{add_run_command(app), add_bench_command(app), add_list_command(app),
-                                               add_validate_command(app), add_info_command(app)};
+                                               add_validate_command(app), add_info_command(app),
+                                               add_doctor_command(app)};
     std::vector<Subcommand> subcommands = with_plugins;
     for (const Subcommand& command : {add_compare_command(app), add_report_command(app), add_merge_command(app)}) {
       subcommands.push_back(command);

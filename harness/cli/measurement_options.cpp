@@ -57,6 +57,13 @@ void add_measurement_options(CLI::App& command, MeasurementOverrides& overrides)
       number_in(0, 1e6));
   add("--warmup-iterations", overrides.warmup_min_iterations,
       "Warm-up calls at least (measure.warmup_min_iterations)", number_in(0, 1e9));
+  add("--warmup-window", overrides.warmup_window,
+      "After the minimum warm-up, warm up until the medians of the last two windows of this many calls agree "
+      "within 5%; 0 turns it off "
+      "(measure.warmup_window)",
+      number_in(0, 1000));
+  add("--warmup-max", overrides.warmup_max_seconds,
+      "Seconds the warm-up may take to find a stable window (measure.warmup_max_seconds)", number_in(0, 1e6));
   // One or the other, checked here rather than with CLI11's excludes(), which
   // prints "Excludes: --cold" into the flag's name column of --help.
   const auto set_cache = [&overrides](bool cold) {

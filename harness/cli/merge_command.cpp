@@ -22,6 +22,9 @@ Subcommand add_merge_command(CLI::App& app) {
                     "Merge files measured on different devices");
   command->add_flag("--allow-mixed-scenarios", request->options.allow_mixed_scenarios,
                     "Merge files of different scenarios or scenario settings");
+  command->add_flag("--rounds", request->options.rounds,
+                    "The files are rounds (repeated runs of the same cells): join each cell's records into one "
+                    "whose samples keep their rounds (timing.rounds); scripts/ci_gate.sh merges its rounds so");
   command->add_flag("--require-complete", request->require_complete,
                     "Refuse (exit 2) instead of writing a merge with missing shards or unfinished inputs");
   command->add_flag("--overwrite", request->overwrite,

@@ -88,6 +88,9 @@ void add_run_options(CLI::App& command, RunCommandOptions& options) {
   command.add_flag("--memory-only", options.run.memory_only,
                    "No timing: each case's memory measured by one checked call, or planned from the arena plan "
                    "where the device is absent or one call would take too long (memory.source)");
+  command.add_flag("--check-machine", options.run.check_machine,
+                   "Print what makes this machine unfit for benchmarking now (attnbench doctor) before the run; "
+                   "every run records it in the results file's \"machine\"");
   command.add_flag("--calibrate", options.run.calibrate,
                    "Measure the host's fp32 GEMM rate and copy bandwidth (host.calibration, the roofline's CPU "
                    "ceilings) even when the run has little host work");

@@ -10,10 +10,12 @@
 #include <tuple>
 
 #include "harness/measure/accuracy.hpp"
+#include "harness/measure/statistics.hpp"
 #include "harness/compare/statistics.hpp"
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
 #include "harness/format.hpp"
+#include "harness/machine_check.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
 #include "harness/results/document.hpp"
@@ -47,9 +49,38 @@ UnmatchedCell unmatched(const Json& record) {
           record["implementation"].get<std::string>(), record["status"].get<std::string>()};
 }
 
+// The highest 1-minute load of a load_average entry, or nullopt.
+std::optional<double> highest_of(const Json& load_average, std::optional<double> highest) {
+  if (!load_average.is_object()) return highest;
+  for (const char* when : {"run_start", "run_end"}) {
+    if (!load_average[when].is_array()) continue;
+    const double load = load_average[when][0].get<double>();
+    highest = highest ? std::max(*highest, load) : load;
+  }
+  return highest;
+}
+
 CompareInput describe_input(const Json& document, const std::string& path) {
-  return {path, document["tool"]["git_revision"].get<std::string>(), document["started_at"].get<std::string>(),
-          document["records"].size(), document["complete"].get<bool>()};
+  CompareInput input;
+  input.path = path;
+  input.git_revision = document["tool"]["git_revision"].get<std::string>();
+  input.started_at = document["started_at"].get<std::string>();
+  input.records = document["records"].size();
+  input.complete = document["complete"].get<bool>();
+  input.highest_load = highest_of(document.value("load_average", Json()), std::nullopt);
+  if (document["merged_from"].is_array()) {
+    for (const Json& part : document["merged_from"]) {
+      input.highest_load = highest_of(part.value("load_average", Json()), input.highest_load);
+    }
+  }
+  input.available_cpus = document["host"].value("available_cpus", 0);
+  for (const Json& record : document["records"]) {
+    if (record["timing"].is_object() && record["timing"].contains("noise") && record["timing"]["noise"]["noisy"] == true) {
+      ++input.noisy_records;
+    }
+  }
+  if (document.contains("machine")) input.machine_warnings = findings_lines(document["machine"]["findings"], true);
+  return input;
 }
 
 // Record positions by cell; a results file holds each cell once.
@@ -73,6 +104,7 @@ std::map<CellKey, std::size_t> index_records(const Json& document, const std::st
 ToleranceOverride read_tolerances(const Json& object) {
   ToleranceOverride values;
   if (object.contains("time_threshold")) values.time_threshold = object["time_threshold"].get<double>();
+  if (object.contains("min_effect")) values.min_effect = object["min_effect"].get<double>();
   if (object.contains("hbm_tolerance")) values.hbm_tolerance = object["hbm_tolerance"].get<double>();
   if (object.contains("memory_slack")) values.memory_slack = object["memory_slack"].get<std::uint64_t>();
   if (object.contains("accuracy_factor")) values.accuracy_factor = object["accuracy_factor"].get<double>();
@@ -81,6 +113,7 @@ ToleranceOverride read_tolerances(const Json& object) {
 
 void apply(const ToleranceOverride& values, Tolerances& tolerances) {
   tolerances.time_threshold = values.time_threshold.value_or(tolerances.time_threshold);
+  tolerances.min_effect = values.min_effect.value_or(tolerances.min_effect);
   tolerances.hbm_tolerance = values.hbm_tolerance.value_or(tolerances.hbm_tolerance);
   tolerances.memory_slack = values.memory_slack.value_or(tolerances.memory_slack);
   tolerances.accuracy_factor = values.accuracy_factor.value_or(tolerances.accuracy_factor);
@@ -268,8 +301,78 @@ std::vector<double> logarithms(const std::vector<double>& values) {
   return logs;
 }
 
-std::vector<double> samples_of(const Json& record) {
-  return record["timing"]["samples_seconds"].get<std::vector<double>>();
+// One round of a record's samples (merge --rounds), or all of a plain record's.
+struct RoundOfRecord {
+  int round = 1;
+  std::vector<double> samples;
+  bool noisy = false;
+  std::string noise;  // its noise verdict
+};
+
+std::vector<RoundOfRecord> rounds_of(const Json& record) {
+  const Json& timing = record["timing"];
+  const auto samples = timing["samples_seconds"].get<std::vector<double>>();
+  if (!timing.contains("rounds")) {
+    const bool noisy = timing.contains("noise") && timing["noise"]["noisy"].get<bool>();
+    return {{1, samples, noisy, timing.contains("noise") ? timing["noise"]["verdict"].get<std::string>() : ""}};
+  }
+  std::vector<RoundOfRecord> rounds;
+  std::size_t next = 0;
+  for (const Json& round : timing["rounds"]) {
+    const std::size_t count = std::min(round["samples"].get<std::size_t>(), samples.size() - next);
+    rounds.push_back({round["round"].get<int>(),
+                      std::vector<double>(samples.begin() + static_cast<std::ptrdiff_t>(next),
+                                          samples.begin() + static_cast<std::ptrdiff_t>(next + count)),
+                      round["noisy"].get<bool>(), round["noise"].get<std::string>()});
+    next += count;
+  }
+  return rounds;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return percentile_sorted(values, 0.5);
+}
+
+// The samples of a cell's rounds that are clean on both sides, paired by round
+// number (a record of one run is round 1 of 1 and pairs with any other such).
+// Fills `samples` and returns "" when enough rounds are clean, or why the
+// cell is noisy: fewer than half of the paired rounds clean, or none.
+std::string clean_rounds(const Json& base, const Json& next, bool allow_noisy, TimeSamples& samples) {
+  std::vector<RoundOfRecord> before = rounds_of(base), after = rounds_of(next);
+  if (before.size() == 1 || after.size() == 1) {  // one side unrounded: compare the pooled samples
+    const auto pool = [](const std::vector<RoundOfRecord>& rounds) {
+      RoundOfRecord pooled{1, {}, false, ""};
+      for (const RoundOfRecord& round : rounds) {
+        pooled.samples.insert(pooled.samples.end(), round.samples.begin(), round.samples.end());
+        pooled.noisy = pooled.noisy || round.noisy;
+        if (round.noisy) pooled.noise += (pooled.noise.empty() ? "" : "; ") + round.noise;
+      }
+      return std::vector<RoundOfRecord>{pooled};
+    };
+    if (before.size() != 1) before = pool(before);
+    if (after.size() != 1) after = pool(after);
+  }
+  std::vector<std::string> noisy;
+  std::size_t paired = 0;
+  for (const RoundOfRecord& a : before) {
+    const auto b = std::find_if(after.begin(), after.end(), [&](const RoundOfRecord& r) {
+      return r.round == a.round || (before.size() == 1 && after.size() == 1);
+    });
+    if (b == after.end() || a.samples.empty() || b->samples.empty()) continue;
+    ++paired;
+    const std::string round = before.size() == 1 ? "" : " round " + std::to_string(a.round);
+    if (a.noisy) noisy.push_back("BASE" + round + " " + a.noise);
+    if (b->noisy) noisy.push_back("NEW" + round + " " + b->noise);
+    if ((a.noisy || b->noisy) && !allow_noisy) continue;
+    samples.base_seconds.insert(samples.base_seconds.end(), a.samples.begin(), a.samples.end());
+    samples.new_seconds.insert(samples.new_seconds.end(), b->samples.begin(), b->samples.end());
+    samples.rounds.push_back({a.round, median_of(a.samples), median_of(b->samples)});
+  }
+  if (paired > 0 && 2 * samples.rounds.size() >= paired && !samples.rounds.empty()) return "";
+  std::string text = paired == 0 ? "no round of BASE has a counterpart in NEW" : "";
+  for (const std::string& item : noisy) text += (text.empty() ? "" : "; ") + item;
+  return text;
 }
 
 std::optional<MetricComparison> compare_hbm_bytes(const Json& base, const Json& next, double tolerance) {
@@ -359,12 +462,48 @@ std::optional<MetricComparison> compare_accuracy(const Json& base, const Json& n
                 {{"factor", factor}, {"tensors", tensors}});
 }
 
+// A candidate regression or improvement (the interval cleared the threshold)
+// checked against the effect across rounds (gate.hpp, compare_times).
+MetricComparison backed_by_rounds(const TimeSamples& samples, CompareVerdict candidate, double pooled_ratio,
+                                  std::string summary, Json details) {
+  const bool slower = candidate == CompareVerdict::regression;
+  const double limit = slower ? 1.0 + samples.min_effect : 1.0 / (1.0 + samples.min_effect);
+  std::vector<double> ratios;
+  Json rounds = Json::array();
+  std::string listed;
+  for (const RoundMedians& round : samples.rounds) {
+    const double ratio = round.new_p50 / round.base_p50;
+    ratios.push_back(ratio);
+    rounds.push_back({{"round", round.round}, {"base_p50", round.base_p50}, {"new_p50", round.new_p50},
+                      {"ratio", finite_or_null(ratio)}});
+    listed += (listed.empty() ? "" : ", ") + signed_percent(ratio - 1.0);
+  }
+  const double effect = ratios.size() > 1 ? median_of(ratios) : pooled_ratio;
+  details["rounds"] = rounds;
+  details["min_effect"] = samples.min_effect;
+  details["effect"] = finite_or_null(effect);
+  const bool disagree = std::any_of(ratios.begin(), ratios.end(), [&](double r) { return slower ? !(r > 1) : !(r < 1); });
+  const std::string per_round = ratios.size() > 1 ? "; rounds " + listed : "";
+  if (ratios.size() > 1 && disagree) {
+    return metric("time", CompareVerdict::inconclusive,
+                  summary + ": the rounds disagree in direction (" + listed + ")", std::move(details));
+  }
+  if (slower ? !(effect > limit) : !(effect < limit)) {
+    return metric("time", CompareVerdict::pass,
+                  summary + ": effect " + signed_percent(effect - 1.0) + " within the minimum effect " +
+                      (slower ? "+" : "-") + format_fixed(100.0 * samples.min_effect, 1) + "%" + per_round,
+                  std::move(details));
+  }
+  const double threshold = samples.time_threshold;
+  const std::string bound = slower ? " > " + signed_percent(threshold) : " < " + signed_percent(1.0 / (1.0 + threshold) - 1.0);
+  return metric("time", candidate, summary + bound + per_round, std::move(details));
+}
+
 MetricComparison time_verdict(const TimeSamples& samples, const ShiftComparison& comparison,
                               const HolmDecision& decision) {
   const std::size_t m = samples.base_seconds.size(), n = samples.new_seconds.size();
   const double ratio = std::exp(comparison.estimate());
   const double slower = samples.time_threshold;       // ratio above 1 + threshold: regression
-  const double faster = 1.0 / (1.0 + slower) - 1.0;  // ratio below 1 / (1 + threshold): improvement
   Json details = {{"base_samples", m},
                   {"new_samples", n},
                   {"threshold", slower},
@@ -391,14 +530,16 @@ MetricComparison time_verdict(const TimeSamples& samples, const ShiftComparison&
   std::string summary = "time " + signed_percent(ratio - 1.0) + " [" + signed_percent(low - 1.0) + ", " +
                         signed_percent(high - 1.0) + "]";
   // The lower bound lies above 1 + threshold exactly when Holm rejects (same
-  // null distribution, same level), so the verdict follows the test.
+  // null distribution, same level), so the candidate verdict follows the test;
+  // the rounds must then back it with an effect of at least min_effect.
+  CompareVerdict candidate = CompareVerdict::pass;
   if (decision.rejected) {
-    return metric("time", CompareVerdict::regression, summary + " > " + signed_percent(slower), details);
+    candidate = CompareVerdict::regression;
+  } else if (interval->upper < -std::log1p(slower)) {
+    candidate = CompareVerdict::improvement;
   }
-  if (interval->upper < -std::log1p(slower)) {
-    return metric("time", CompareVerdict::improvement, summary + " < " + signed_percent(faster), details);
-  }
-  return metric("time", CompareVerdict::pass, summary, details);
+  if (candidate == CompareVerdict::pass) return metric("time", CompareVerdict::pass, summary, details);
+  return backed_by_rounds(samples, candidate, ratio, std::move(summary), std::move(details));
 }
 
 // How to get `needed` samples a side, for an inconclusive verdict's summary.
@@ -435,7 +576,8 @@ std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cell
   const std::vector<HolmDecision> decisions = holm_step_down(p_values, alpha);
   for (std::size_t k = 0; k < family.size(); ++k) {
     MetricComparison& verdict = verdicts[family[k]] = time_verdict(cells[family[k]], comparisons[k], decisions[k]);
-    if (verdict.verdict == CompareVerdict::inconclusive) {  // no interval at the cell's Holm level
+    if (verdict.verdict == CompareVerdict::inconclusive && verdict.details["ratio_low"].is_null()) {
+      // no interval at the cell's Holm level
       verdict.summary += more_samples_advice(needed);
       verdict.details["samples_needed"] = needed;
     }
@@ -471,6 +613,7 @@ CompareSettings parse_compare_config(const Json& document, const std::string& fi
   apply(read_tolerances(document), settings.defaults);
   settings.alpha = document.value("alpha", settings.alpha);
   settings.allow_different_devices = document.value("allow_different_devices", false);
+  settings.allow_noisy = document.value("allow_noisy", false);
   settings.allow_different_settings = document.value("allow_different_settings", false);
   const Json overrides = document.value("overrides", Json::array());
   for (std::size_t i = 0; i < overrides.size(); ++i) {
@@ -518,6 +661,7 @@ void apply_command_line_settings(CompareSettings& settings, const Json& flags) {
   apply(read_tolerances(flags), settings.defaults);
   settings.alpha = flags.value("alpha", settings.alpha);
   if (flags.value("allow_different_devices", false)) settings.allow_different_devices = true;
+  if (flags.value("allow_noisy", false)) settings.allow_noisy = true;
   if (flags.value("allow_different_settings", false)) settings.allow_different_settings = true;
 }
 
@@ -538,6 +682,19 @@ const MetricComparison* CellComparison::metric(const std::string& name) const {
     if (entry.metric == name) return &entry;
   }
   return nullptr;
+}
+
+std::string CompareInput::machine_text() const {
+  std::vector<std::string> parts;
+  if (highest_load) {
+    parts.push_back("load average up to " + format_fixed(*highest_load, 1) +
+                    (available_cpus > 0 ? " on " + count_of(static_cast<std::size_t>(available_cpus), "CPU") : ""));
+  }
+  if (noisy_records > 0) parts.push_back(count_of(noisy_records, "noisy record"));
+  for (const std::string& warning : machine_warnings) parts.push_back(warning);
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
+  return text;
 }
 
 std::string DeviceDifference::format() const {
@@ -641,9 +798,21 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
         // A simulator's clock says nothing about a GPU's speed: no verdict either way.
         cell.metrics.push_back(metric("time", CompareVerdict::pass, "time: not judged (simulated on the CPU)",
                                       {{"reason", "simulated"}}));
+      } else if (is_oracle_record(*before) || is_oracle_record(*after)) {
+        // The fp64 oracle is the yardstick of accuracy, not a subject of the gate.
+        cell.metrics.push_back(metric("time", CompareVerdict::pass, "time: not judged (the fp64 oracle)",
+                                      {{"reason", "oracle"}}));
       } else if (unjudgeable.empty()) {
-        timed.push_back({samples_of(*before), samples_of(*after), cell.tolerances.time_threshold});
-        timed_cells.push_back(report.cells.size());
+        TimeSamples samples;
+        samples.time_threshold = cell.tolerances.time_threshold;
+        samples.min_effect = cell.tolerances.min_effect;
+        if (const std::string noisy = clean_rounds(*before, *after, settings.allow_noisy, samples); !noisy.empty()) {
+          cell.metrics.push_back(metric("time", CompareVerdict::inconclusive, "time: noisy: " + noisy,
+                                        {{"reason", "noisy"}, {"noise", noisy}}));
+        } else {
+          timed.push_back(std::move(samples));
+          timed_cells.push_back(report.cells.size());
+        }
       } else {
         cell.metrics.push_back(
             metric("time", CompareVerdict::inconclusive, "time: " + unjudgeable, {{"reason", unjudgeable}}));

@@ -30,7 +30,8 @@ const nlohmann::ordered_json& compare_config_schema();
 
 // What may differ between BASE and NEW before a cell regresses; per cell.
 struct Tolerances {
-  double time_threshold = 0.05;   // relative slowdown of the time ratio
+  double time_threshold = 0.05;   // relative slowdown of the time ratio's interval
+  double min_effect = 0.10;       // relative slowdown of the effect across rounds (docs/compare.md)
   double hbm_tolerance = 0.01;    // relative change of HBM bytes
   std::uint64_t memory_slack = 0; // bytes of peak memory growth
   double accuracy_factor = 2.0;   // new max abs error <= factor x base + floor
@@ -42,7 +43,7 @@ struct Tolerances {
 struct ToleranceOverride {
   std::string match;
   std::optional<Regex> pattern;  // `match`, compiled
-  std::optional<double> time_threshold, hbm_tolerance, accuracy_factor;
+  std::optional<double> time_threshold, min_effect, hbm_tolerance, accuracy_factor;
   std::optional<std::uint64_t> memory_slack;
 };
 
@@ -51,6 +52,8 @@ struct CompareSettings {
   double alpha = 0.05;  // family-wise error rate of the time verdicts (Holm)
   bool allow_different_devices = false;
   bool allow_different_settings = false;
+  // Judge noisy cells and rounds (timing.noise) instead of calling them inconclusive.
+  bool allow_noisy = false;
   // Admit an unfinished file and cells missing from NEW (--allow-missing; a
   // command-line flag only, so a configuration file cannot make a gate lenient).
   bool allow_missing = false;
@@ -86,18 +89,32 @@ struct MetricComparison {
   nlohmann::ordered_json details;  // the numbers behind it (finite or null)
 };
 
-// One cell's timing samples (seconds) and its threshold.
+// One round of a cell measured on both sides (merge --rounds; a plain run is
+// one round): the medians of its samples.
+struct RoundMedians {
+  int round = 1;
+  double base_p50 = 0, new_p50 = 0;
+};
+
+// One cell's timing samples (seconds) of the rounds that were clean on both
+// sides, those rounds' medians, and its tolerances.
 struct TimeSamples {
   std::vector<double> base_seconds, new_seconds;
   double time_threshold = 0.05;
+  double min_effect = 0.10;
+  std::vector<RoundMedians> rounds;
 };
 
 // The time verdicts of a family of cells, Holm-corrected at `alpha` over every
 // cell that can be judged: at least kMinimumTimeSamples positive samples on
 // each side (the others are inconclusive and not in the family). Regression:
-// the whole interval of NEW/BASE lies above 1 + threshold; improvement: below
-// 1 / (1 + threshold); pass otherwise; inconclusive when the sample sizes give
-// no interval at the cell's level.
+// the whole interval of NEW/BASE lies above 1 + threshold, and the effect
+// holds across the rounds: their median ratio of medians is above
+// 1 + min_effect and no round's ratio is 1 or below (one round: the pooled
+// estimate above 1 + min_effect). Improvement: the mirror image. A difference
+// the interval shows but the rounds do not back is inconclusive when they
+// disagree in direction, and a pass when it is below min_effect. Inconclusive
+// too when the sample sizes give no interval at the cell's level.
 std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cells, double alpha);
 
 struct CellComparison {
@@ -142,6 +159,15 @@ struct CompareInput {
   std::string started_at;
   std::size_t records = 0;
   bool complete = true;  // false: a checkpoint of an interrupted or running run
+  // The machine while it ran: the highest 1-minute load average its file (or
+  // its merged inputs) recorded, the available CPUs, how many records are
+  // noisy (timing.noise), and the machine check's warnings (the findings that
+  // can change a verdict).
+  std::optional<double> highest_load;
+  int available_cpus = 0;
+  std::size_t noisy_records = 0;
+  std::vector<std::string> machine_warnings;
+  std::string machine_text() const;  // "" when there is nothing to say
 };
 
 struct CompareReport {

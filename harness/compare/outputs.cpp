@@ -176,7 +176,8 @@ std::string settings_text(const CompareReport& report) {
   const CompareSettings& settings = report.settings;
   const Tolerances& defaults = settings.defaults;
   std::string text = "time threshold +" + percent(defaults.time_threshold) + " (Holm, family-wise alpha " +
-                     format_fixed(settings.alpha, 3) + "), HBM bytes +/-" + percent(defaults.hbm_tolerance) +
+                     format_fixed(settings.alpha, 3) + "), minimum effect +" + percent(defaults.min_effect) +
+                     " across rounds, HBM bytes +/-" + percent(defaults.hbm_tolerance) +
                      ", peak memory slack " + format_bytes(static_cast<double>(defaults.memory_slack)) + ", accuracy " +
                      format_fixed(defaults.accuracy_factor, 1) + " x BASE + floor";
   if (!settings.overrides.empty()) {
@@ -341,6 +342,7 @@ Json unmatched_json(const std::vector<UnmatchedCell>& cells) {
 
 Json tolerances_json(const Tolerances& tolerances) {
   return {{"time_threshold", tolerances.time_threshold},
+          {"min_effect", tolerances.min_effect},
           {"hbm_tolerance", tolerances.hbm_tolerance},
           {"memory_slack", tolerances.memory_slack},
           {"accuracy_factor", tolerances.accuracy_factor}};
@@ -348,7 +350,9 @@ Json tolerances_json(const Tolerances& tolerances) {
 
 Json input_json(const CompareInput& input) {
   return {{"path", escape_invalid_utf8(input.path)}, {"git_revision", input.git_revision}, {"started_at", input.started_at},
-          {"records", input.records}, {"complete", input.complete}};
+          {"records", input.records}, {"complete", input.complete},
+          {"highest_load_average", input.highest_load ? Json(*input.highest_load) : Json(nullptr)},
+          {"noisy_records", input.noisy_records}, {"machine_warnings", input.machine_warnings}};
 }
 
 Json missing_json(const std::vector<MissingCell>& cells) {
@@ -389,6 +393,11 @@ std::string render_compare_terminal(const CompareReport& report) {
   out << "attnbench compare: BASE " << report.base.path << " (git " << report.base.git_revision << "), NEW "
       << report.next.path << " (git " << report.next.git_revision << ")\n"
       << wrapped(settings_text(report));
+  for (const auto& [side, input] : {std::pair{"BASE", &report.base}, std::pair{"NEW", &report.next}}) {
+    if (const std::string machine = input->machine_text(); !machine.empty()) {
+      out << wrapped(std::string("machine of ") + side + ": " + machine);
+    }
+  }
   for (const DeviceDifference& difference : report.device_differences) {
     out << "devices differ (allowed): " << difference.format() << "\n";
   }
@@ -437,6 +446,11 @@ std::string render_compare_markdown(const CompareReport& report) {
       << markdown_text(capitalized(settings_text(report))) << ".\n";
   if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
     out << "\n" << markdown_text(capitalized(geometric_mean)) << ".\n";
+  }
+  for (const auto& [side, input] : {std::pair{"BASE", &report.base}, std::pair{"NEW", &report.next}}) {
+    if (const std::string machine = input->machine_text(); !machine.empty()) {
+      out << "\nMachine of " << side << ": " << markdown_text(machine) << ".\n";
+    }
   }
   for (const DeviceDifference& difference : report.device_differences) {
     out << "\nDevices differ (allowed): " << markdown_text(difference.format()) << "\n";
@@ -558,6 +572,7 @@ Json compare_report_json(const CompareReport& report) {
   for (const ToleranceOverride& entry : settings.overrides) {
     Json item = {{"match", entry.match}};
     if (entry.time_threshold) item["time_threshold"] = *entry.time_threshold;
+    if (entry.min_effect) item["min_effect"] = *entry.min_effect;
     if (entry.hbm_tolerance) item["hbm_tolerance"] = *entry.hbm_tolerance;
     if (entry.memory_slack) item["memory_slack"] = *entry.memory_slack;
     if (entry.accuracy_factor) item["accuracy_factor"] = *entry.accuracy_factor;
@@ -605,6 +620,7 @@ Json compare_report_json(const CompareReport& report) {
           {"settings", {{"defaults", tolerances_json(settings.defaults)},
                         {"alpha", settings.alpha},
                         {"allow_different_devices", settings.allow_different_devices},
+                        {"allow_noisy", settings.allow_noisy},
                         {"allow_different_settings", settings.allow_different_settings},
                         {"allow_missing", settings.allow_missing},
                         {"minimum_time_samples", kMinimumTimeSamples},

@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "harness/errors.hpp"
 
@@ -45,6 +47,8 @@ MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario
   s.max_seconds = max_seconds.value_or(s.max_seconds);
   s.target_ci_width = target_ci_width.value_or(s.target_ci_width);
   s.warmup_min_seconds = warmup_min_seconds.value_or(s.warmup_min_seconds);
+  s.warmup_window = warmup_window.value_or(s.warmup_window);
+  s.warmup_max_seconds = warmup_max_seconds.value_or(s.warmup_max_seconds);
   s.cold_cache = cold_cache.value_or(s.cold_cache);
   if (s.min_samples > s.max_samples) {
     const std::string counts = "min_samples " + std::to_string(s.min_samples) + " > max_samples " +
@@ -67,11 +71,42 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
   Measurement result;
   if (phase) phase("warm-up");
 
+  // The minimum warm-up, then calls until the median of the last
+  // warmup_window timings is within kStableWarmupSpread of the median of the
+  // window before: steady, whatever single calls a neighbour interrupts.
   const auto warmup_start = std::chrono::steady_clock::now();
-  while (result.warmup_iterations < settings.warmup_min_iterations ||
-         seconds_since(warmup_start) < settings.warmup_min_seconds) {
+  std::vector<double> recent;  // the timings of the last two windows
+  const auto window_median = [](std::vector<double> window) {
+    std::sort(window.begin(), window.end());
+    return percentile_sorted(window, 0.5);
+  };
+  const auto window_agrees = [&] {
+    const auto w = static_cast<std::size_t>(settings.warmup_window);
+    if (recent.size() < 2 * w) return false;
+    const double earlier = window_median({recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(w)});
+    const double later = window_median({recent.begin() + static_cast<std::ptrdiff_t>(w), recent.end()});
+    return std::abs(later / earlier - 1.0) <= kStableWarmupSpread;
+  };
+  result.warmup_stop = settings.warmup_window > 0 ? "stable" : "off";
+  for (;;) {
+    const bool minimums_met = result.warmup_iterations >= settings.warmup_min_iterations &&
+                              seconds_since(warmup_start) >= settings.warmup_min_seconds;
+    if (minimums_met) {
+      if (settings.warmup_window <= 0 || window_agrees()) break;
+      if (seconds_since(warmup_start) >= std::max(settings.warmup_max_seconds, settings.warmup_min_seconds)) {
+        result.warmup_stop = "max_seconds";
+        break;
+      }
+    }
     before_sample();
-    call();
+    if (settings.warmup_window > 0) {  // timed, for the window
+      timer.start();
+      call();
+      recent.push_back(timer.stop());
+      if (recent.size() > 2 * static_cast<std::size_t>(settings.warmup_window)) recent.erase(recent.begin());
+    } else {
+      call();
+    }
     ++result.warmup_iterations;
     if (call_done) call_done(result.warmup_iterations, 0);
   }
@@ -97,7 +132,8 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
 
     const auto count = static_cast<int>(result.samples_seconds.size());
     const bool minimums_met = count >= settings.min_samples && sampled_seconds >= settings.min_seconds;
-    if (minimums_met && median_interval.relative_width() <= settings.target_ci_width) {
+    if (minimums_met && median_interval.relative_width() <= settings.target_ci_width &&
+        !assess_noise(result.samples_seconds).noisy()) {
       result.converged = true;
       result.stop_reason = "converged";
       break;
@@ -114,6 +150,7 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
   }
   result.wall_seconds = seconds_since(sampling_start);
   result.statistics = summarize(result.samples_seconds);
+  widen_to_resolution(result.statistics, assess_noise(result.samples_seconds).resolution_seconds);
   return result;
 }
 

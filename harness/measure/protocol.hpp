@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/backend.hpp"
+#include "harness/measure/noise.hpp"
 #include "harness/measure/statistics.hpp"
 
 namespace attnbench {
@@ -26,6 +27,12 @@ void keep_continuations_pending();
 struct MeasureSettings {
   int warmup_min_iterations = 2;
   double warmup_min_seconds = 0.05;
+  // After those minimums, warm-up goes on until the median of the last this
+  // many calls is within kStableWarmupSpread of the median of the this many
+  // before them (a warm machine), or warmup_max_seconds have passed since it
+  // began; 0 turns the stable window off.
+  int warmup_window = 5;
+  double warmup_max_seconds = 0.5;
   int min_samples = 10;       // always taken, whatever the time limit
   int max_samples = 1000;
   double min_seconds = 0.2;   // total sampled time before convergence may be considered
@@ -36,10 +43,11 @@ struct MeasureSettings {
 
 // Command-line overrides of a scenario's measurement settings (run's
 // --min-samples, --max-samples, --min-time, --max-time, --target-ci,
-// --warmup, --warmup-iterations, --hot / --cold; harness/cli/measurement_options.hpp).
+// --warmup, --warmup-iterations, --warmup-window, --warmup-max, --hot / --cold;
+// harness/cli/measurement_options.hpp).
 struct MeasurementOverrides {
-  std::optional<int> min_samples, max_samples, warmup_min_iterations;
-  std::optional<double> min_seconds, max_seconds, target_ci_width, warmup_min_seconds;
+  std::optional<int> min_samples, max_samples, warmup_min_iterations, warmup_window;
+  std::optional<double> min_seconds, max_seconds, target_ci_width, warmup_min_seconds, warmup_max_seconds;
   std::optional<bool> cold_cache;
 
   // `scenario_settings` with the overrides given; throws InputError naming the
@@ -47,13 +55,21 @@ struct MeasurementOverrides {
   MeasureSettings applied_to(const MeasureSettings& scenario_settings, const std::string& scenario_path) const;
 };
 
+// Two consecutive warm-up windows agree when their medians differ by at most this, relative.
+inline constexpr double kStableWarmupSpread = 0.05;
+
 struct Measurement {
   std::vector<double> samples_seconds;
   int warmup_iterations = 0;
   double warmup_seconds = 0;
+  // "stable" (two windows of warmup_window calls agreed), "max_seconds" (they did
+  // not within warmup_max_seconds), or "off" (warmup_window 0).
+  std::string warmup_stop;
   double wall_seconds = 0;  // sampling phase, flushes included
   bool converged = false;
-  std::string stop_reason;  // "converged", "max_samples" or "max_seconds"
+  // "converged", "max_samples" or "max_seconds". A narrow interval of noisy
+  // samples (harness/measure/noise.hpp) is not convergence: sampling goes on.
+  std::string stop_reason;
   // Indices of the samples during which the process was stopped and continued
   // (SIGSTOP or Ctrl-Z, then SIGCONT): they are kept, and say so.
   std::vector<std::size_t> stopped_samples;

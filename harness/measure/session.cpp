@@ -217,6 +217,7 @@ MeasureSettings ImplementationSession::timing_settings(const MeasureSettings& sc
   if (backend_.kind() == BackendKind::simulator) {
     settings.warmup_min_iterations = 0;
     settings.warmup_min_seconds = 0;
+    settings.warmup_window = 0;
     settings.min_samples = settings.max_samples = 1;
     settings.min_seconds = 0;
   }

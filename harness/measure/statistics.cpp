@@ -140,4 +140,12 @@ double RunningMedianInterval::relative_width() const {
   return (*interval_high_.at - *interval_low_.at) / median;
 }
 
+nlohmann::ordered_json statistics_json(const SampleStatistics& s) {
+  return nlohmann::ordered_json{{"count", s.count},   {"min", s.min},   {"p10", s.p10},   {"p25", s.p25},
+              {"p50", s.p50},       {"p75", s.p75},   {"p90", s.p90},   {"p99", s.p99},
+              {"max", s.max},       {"mean", s.mean}, {"stddev", s.stddev},
+              {"median_ci_low", s.median_ci_low},     {"median_ci_high", s.median_ci_high},
+              {"median_ci_confidence", s.confidence}, {"median_ci_defined", s.median_ci_defined}};
+}
+
 }  // namespace attnbench

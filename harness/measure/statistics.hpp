@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace attnbench {
 
 struct SampleStatistics {
@@ -38,6 +40,9 @@ struct MedianRanks {
 MedianRanks median_confidence_ranks(std::size_t n, double confidence);
 
 SampleStatistics summarize(std::vector<double> samples, double confidence = 0.95);
+
+// timing.statistics of a results record (docs/results.md).
+nlohmann::ordered_json statistics_json(const SampleStatistics& s);
 
 // The median's confidence interval of a sample that grows one value at a time,
 // for the stopping rule of the timing loop, at a cost that stays flat: the

@@ -31,19 +31,6 @@ using Json = nlohmann::ordered_json;
 
 // ---- The merged view ----------------------------------------------------------
 
-namespace {
-
-// Whether a record is the fp64 oracle's: an implementation registered as the
-// oracle, or a record that says so (another build's).
-bool is_oracle_record(const Json& record) {
-  const Implementation* implementation =
-      ImplementationRegistry::instance().find(record["implementation"].get<std::string>());
-  if (implementation && implementation->is_oracle()) return true;
-  return record["accuracy"].is_object() && record["accuracy"]["status"] == "oracle";
-}
-
-}  // namespace
-
 MergedResults::MergedResults(std::vector<ResultsSource> sources, OracleRecords oracle) : sources_(std::move(sources)) {
   std::map<std::tuple<std::string, std::string, std::string>, RecordRef> seen;
   struct Clash {

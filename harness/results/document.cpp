@@ -21,6 +21,7 @@
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
+#include "harness/implementation.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
@@ -256,6 +257,13 @@ ResultsDocument::ResultsDocument(const std::vector<std::string>& command_line, i
                    {"records", Json::array()}};
 }
 
+bool is_oracle_record(const Json& record) {
+  const Implementation* implementation =
+      ImplementationRegistry::instance().find(record["implementation"].get<std::string>());
+  if (implementation && implementation->is_oracle()) return true;
+  return record["accuracy"].is_object() && record["accuracy"]["status"] == "oracle";
+}
+
 Json device_identity(const Json& device) {
   static const char* const kIdentityFields[] = {"kind",         "name",         "compute_capability",
                                                 "driver",       "cuda_runtime", "sm_count",
@@ -331,6 +339,10 @@ void ResultsDocument::set_filter(const std::string& filter) {
 }
 
 void ResultsDocument::set_blas(const Json& blas) { document_["tool"]["blas"] = blas; }
+
+void ResultsDocument::set_machine(const Json& findings) {
+  document_["machine"] = Json{{"checked_at", utc_timestamp()}, {"findings", findings}};
+}
 
 void ResultsDocument::set_plugins(const Json& plugins) {
   if (plugins.empty()) {

@@ -41,6 +41,10 @@ std::string new_run_id();
 // `merge` treat two devices as the same when these agree.
 nlohmann::ordered_json device_identity(const nlohmann::ordered_json& device);
 
+// Whether a record is the fp64 oracle's: an implementation registered as the
+// oracle, or a record that says so (accuracy.status "oracle", another build's).
+bool is_oracle_record(const nlohmann::ordered_json& record);
+
 // Reads a results file (of at most kMaxResultsFileBytes) and checks it against
 // the results schema; throws InputError naming the file and every problem when
 // it is not a valid one.
@@ -116,6 +120,8 @@ class ResultsDocument {
   void set_filter(const std::string& filter);  // "" for none (null)
   // tool.blas: the BLAS library of the CPU implementations (harness/blas.hpp).
   void set_blas(const nlohmann::ordered_json& blas);
+  // "machine": what harness/machine_check.hpp found when the run started.
+  void set_machine(const nlohmann::ordered_json& findings);
   // The plug-ins the run's implementations come from (plugins_json of
   // harness/plugin/loader.hpp); an empty list leaves the key out.
   void set_plugins(const nlohmann::ordered_json& plugins);

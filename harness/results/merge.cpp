@@ -17,6 +17,7 @@
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
 #include "harness/results/run_identity.hpp"
+#include "harness/measure/noise.hpp"
 #include "harness/scenario/scenario.hpp"
 
 namespace attnbench {
@@ -331,6 +332,7 @@ Json merged_plugins(const std::vector<MergeInput>& inputs) {
 Json merged_from_entry(const MergeInput& input) {
   const Json& document = input.document;
   return Json{{"path", escape_invalid_utf8(input.path)},
+              {"load_average", document.contains("load_average") ? document["load_average"] : Json(nullptr)},
               {"run_id", document.contains("run_id") ? document["run_id"] : Json(nullptr)},
               {"shard", document["shard"]},
               {"complete", document["complete"]},
@@ -374,7 +376,103 @@ Json escaped_command_line(const std::vector<std::string>& command_line) {
   return arguments;
 }
 
+// Every distinct machine finding of the inputs (by check and message).
+Json merged_machine(const std::vector<MergeInput>& inputs) {
+  Json merged;
+  for (const MergeInput& input : inputs) {
+    if (!input.document.contains("machine")) continue;
+    if (merged.is_null()) merged = Json{{"checked_at", input.document["machine"]["checked_at"]}, {"findings", Json::array()}};
+    for (const Json& finding : input.document["machine"]["findings"]) {
+      Json& kept = merged["findings"];
+      if (std::find(kept.begin(), kept.end(), finding) == kept.end()) kept.push_back(finding);
+    }
+  }
+  return merged;
+}
+
+// The highest load average of the inputs at the start and at the end of their runs.
+Json highest_load_average(const std::vector<MergeInput>& inputs) {
+  Json highest = {{"run_start", nullptr}, {"run_end", nullptr}};
+  for (const MergeInput& input : inputs) {
+    if (!input.document.contains("load_average")) continue;
+    for (const char* when : {"run_start", "run_end"}) {
+      const Json& loads = input.document["load_average"][when];
+      if (!loads.is_array()) continue;
+      if (highest[when].is_null()) {
+        highest[when] = loads;
+        continue;
+      }
+      for (std::size_t i = 0; i < 3; ++i) highest[when][i] = std::max(highest[when][i].get<double>(), loads[i].get<double>());
+    }
+  }
+  return highest;
+}
+
+// --rounds: each cell once, its rounds joined (join_rounds).
+Json joined_round_records(std::vector<MergeInput>& inputs) {
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, std::vector<std::pair<int, const Json*>>> by_cell;
+  std::vector<Key> order;
+  std::vector<std::string> sources;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    sources.push_back(escape_invalid_utf8(inputs[i].path));
+    for (const Json& record : inputs[i].document["records"]) {
+      const Key key{record["scenario"].get<std::string>(), record["case_key"].get<std::string>(),
+                    record["implementation"].get<std::string>()};
+      auto& rounds = by_cell[key];
+      if (rounds.empty()) order.push_back(key);
+      rounds.emplace_back(static_cast<int>(i) + 1, &record);
+    }
+  }
+  Json records = Json::array();
+  for (const Key& key : order) records.push_back(join_rounds(by_cell[key], sources));
+  return records;
+}
+
 }  // namespace
+
+Json join_rounds(const std::vector<std::pair<int, const Json*>>& rounds, const std::vector<std::string>& sources) {
+  for (const auto& [round, record] : rounds) {
+    if ((*record)["status"] != "ok" || !(*record)["timing"].is_object()) return *record;
+  }
+  Json joined = *rounds.front().second;
+  Json& timing = joined["timing"];
+  std::vector<double> samples;
+  Json round_entries = Json::array();
+  std::vector<std::string> noisy_rounds;
+  double resolution = 0;
+  for (const auto& [round, record] : rounds) {
+    const Json& round_timing = (*record)["timing"];
+    const auto round_samples = round_timing["samples_seconds"].get<std::vector<double>>();
+    samples.insert(samples.end(), round_samples.begin(), round_samples.end());
+    const NoiseAssessment noise = assess_noise(round_samples);
+    const std::string verdict =
+        round_timing.contains("noise") ? round_timing["noise"]["verdict"].get<std::string>() : noise.verdict();
+    const bool noisy = round_timing.contains("noise") ? round_timing["noise"]["noisy"].get<bool>() : noise.noisy();
+    if (noisy) noisy_rounds.push_back("round " + std::to_string(round) + " " + verdict);
+    resolution = std::max(resolution, noise.resolution_seconds);
+    round_entries.push_back({{"round", round},
+                             {"source", sources[static_cast<std::size_t>(round - 1)]},
+                             {"samples", round_samples.size()},
+                             {"p50", round_timing["statistics"]["p50"]},
+                             {"noisy", noisy},
+                             {"noise", verdict}});
+  }
+  SampleStatistics statistics = summarize(samples);
+  widen_to_resolution(statistics, resolution);
+  timing["samples_seconds"] = samples;
+  timing["statistics"] = statistics_json(statistics);
+  timing.erase("stopped_samples");
+  // The rounds' verdicts: noisy when fewer than half of them are clean.
+  NoiseAssessment noise;
+  noise.judged = true;
+  noise.resolution_seconds = resolution;
+  const bool mostly_noisy = 2 * noisy_rounds.size() > rounds.size();
+  for (const std::string& round : noisy_rounds) noise.findings.push_back({"rounds", round, mostly_noisy});
+  timing["noise"] = noise.to_json();
+  timing["rounds"] = std::move(round_entries);
+  return joined;
+}
 
 MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& options,
                             const std::vector<std::string>& command_line) {
@@ -384,7 +482,7 @@ MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& o
   check_blas(inputs, problems);
   const std::vector<std::string> missing_shards = check_shards(inputs, problems);
   check_records_belong(inputs, problems);
-  check_duplicates(inputs, problems);
+  if (!options.rounds) check_duplicates(inputs, problems);
   check_plugin_builds(inputs, problems);
   if (!problems.empty()) throw InputError(problems);
   if (!options.allow_mixed_devices) {
@@ -410,8 +508,12 @@ MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& o
   const Json& first = inputs.front().document;
   Json scenarios = merged_scenarios(inputs);
   Json records = Json::array();  // moved, so that a large merge is not held twice
-  for (MergeInput& input : inputs) {
-    for (Json& record : input.document["records"]) records.push_back(std::move(record));
+  if (options.rounds) {
+    records = joined_round_records(inputs);
+  } else {
+    for (MergeInput& input : inputs) {
+      for (Json& record : input.document["records"]) records.push_back(std::move(record));
+    }
   }
   sort_records(records, scenarios);
   // Complete means every case of every scenario with every implementation:
@@ -433,12 +535,14 @@ MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& o
                          {"host", first["host"]},
                          {"devices", merged_devices(inputs)},
                          {"threads", first["threads"]},
+                         {"load_average", highest_load_average(inputs)},
                          {"shard", nullptr},
                          {"filter", first.contains("filter") ? first["filter"] : Json(nullptr)},
                          {"merged_from", std::move(merged_from)},
                          {"scenarios", std::move(scenarios)},
                          {"records", std::move(records)}};
   if (Json plugins = merged_plugins(inputs); !plugins.empty()) merged.document["plugins"] = std::move(plugins);
+  if (Json machine = merged_machine(inputs); !machine.is_null()) merged.document["machine"] = std::move(machine);
   return merged;
 }
 

@@ -13,6 +13,8 @@
 // - missing shards or unfinished inputs: the merge is written with
 //   `complete: false` and the reasons are printed (or refused with
 //   --require-complete).
+// With --rounds, each input may hold what another holds: one record per cell
+// is written, joining the rounds' samples (join_rounds).
 // The output takes `tool`, `host` and `threads` from the first input, keeps one
 // description per distinct device, lists each input in `merged_from`, and orders
 // the records by scenario, case and implementation.
@@ -36,6 +38,11 @@ struct MergeInput {
 struct MergeOptions {
   bool allow_mixed_devices = false;
   bool allow_mixed_scenarios = false;
+  // The inputs are rounds: repeated runs of the same cells (scripts/ci_gate.sh
+  // runs each side once per round). Each cell's records become one record
+  // whose samples are the rounds' one after another, with timing.rounds
+  // saying which came from which round (docs/results.md, "Rounds").
+  bool rounds = false;
 };
 
 struct MergeOutcome {
@@ -60,6 +67,14 @@ class DevicesDifferError : public std::runtime_error {
 // only the devices stand in the way.
 MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& options,
                             const std::vector<std::string>& command_line);
+
+// One cell's records from several rounds (in round order; round numbers from
+// 1, as the inputs were given) as one record: every round ok and timed gives
+// the first round's record with the samples of all, statistics and noise of
+// the pooled samples, and timing.rounds; otherwise the first record that is
+// not ok, as it is.
+nlohmann::ordered_json join_rounds(const std::vector<std::pair<int, const nlohmann::ordered_json*>>& rounds,
+                                   const std::vector<std::string>& sources);
 
 struct MergeRequest {
   std::vector<std::string> input_paths;

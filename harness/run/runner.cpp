@@ -15,7 +15,9 @@
 #include "harness/results/file_lock.hpp"
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
+#include "harness/machine_check.hpp"
 #include "harness/measure/inputs.hpp"
+#include "harness/measure/noise.hpp"
 #include "harness/results/interruption.hpp"
 #include "harness/scenario/json_text.hpp"
 #include "harness/measure/protocol.hpp"
@@ -105,6 +107,8 @@ namespace {
 Json measure_settings_json(const MeasureSettings& m) {
   return Json{{"warmup_min_iterations", m.warmup_min_iterations},
               {"warmup_min_seconds", m.warmup_min_seconds},
+              {"warmup_window", m.warmup_window},
+              {"warmup_max_seconds", m.warmup_max_seconds},
               {"min_samples", m.min_samples},
               {"max_samples", m.max_samples},
               {"min_seconds", m.min_seconds},
@@ -126,12 +130,14 @@ Json accuracy_settings_json(const AccuracySettings& a) {
 
 Json bytes_json(double read, double write) { return Json{{"read_bytes", read}, {"write_bytes", write}}; }
 
-Json statistics_json(const SampleStatistics& s) {
-  return Json{{"count", s.count},   {"min", s.min},   {"p10", s.p10},   {"p25", s.p25},
-              {"p50", s.p50},       {"p75", s.p75},   {"p90", s.p90},   {"p99", s.p99},
-              {"max", s.max},       {"mean", s.mean}, {"stddev", s.stddev},
-              {"median_ci_low", s.median_ci_low},     {"median_ci_high", s.median_ci_high},
-              {"median_ci_confidence", s.confidence}, {"median_ci_defined", s.median_ci_defined}};
+
+Json optional_json(const auto& value) { return value ? Json(*value) : Json(nullptr); }
+
+Json host_activity_json(const HostActivity& activity) {
+  return Json{{"load_before", optional_json(activity.load_before)},
+              {"load_after", optional_json(activity.load_after)},
+              {"steal_fraction", optional_json(activity.steal_fraction)},
+              {"involuntary_switches", optional_json(activity.involuntary_switches)}};
 }
 
 // Why samples that span a stop of the process are not like the others.
@@ -535,12 +541,15 @@ class ScenarioRunner {
     }
 
     const Json clocks_before = session.backend().read_clocks();
+    const HostActivityProbe host_probe;
     const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
     const Measurement measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
       progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
                                       : "sample " + std::to_string(samples) + of_samples);
     });
     const Json clocks_after = session.backend().read_clocks();
+    const HostActivity host_activity = host_probe.finish();
+    const NoiseAssessment noise = assess_noise(measurement.samples_seconds, host_activity);
     const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
     const double median = measurement.statistics.p50;
     const FlopCount flops = flop_count(p);
@@ -551,11 +560,14 @@ class ScenarioRunner {
                             {"cache_flush_bytes", settings.cold_cache ? session.backend().cache_flush_bytes() : 0},
                             {"warmup_iterations", measurement.warmup_iterations},
                             {"warmup_seconds", measurement.warmup_seconds},
+                            {"warmup_stop", measurement.warmup_stop},
                             {"samples_seconds", measurement.samples_seconds},
                             {"converged", measurement.converged},
                             {"stop_reason", measurement.stop_reason},
                             {"wall_seconds", measurement.wall_seconds},
                             {"throttled", throttling.throttled},
+                            {"noise", noise.to_json()},
+                            {"host_activity", host_activity_json(host_activity)},
                             {"clocks", {{"before", clocks_before}, {"after", clocks_after}}},
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
@@ -564,6 +576,7 @@ class ScenarioRunner {
     const Json outside_arena = implementation.memory_outside_arena();
     if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
+    if (noise.noisy()) record["warnings"].push_back(noise.verdict());
     if (!measurement.stopped_samples.empty()) {
       record["timing"]["stopped_samples"] = measurement.stopped_samples;
       record["warnings"].push_back(stopped_samples_warning(measurement));
@@ -1095,6 +1108,13 @@ int run_scenarios(const RunOptions& options) {
   document.set_blas(blas::library_json());
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
+  const Json machine = findings_json(check_machine(threads));
+  document.set_machine(machine);
+  if (options.check_machine) {
+    for (const std::string& line : findings_lines(machine, false)) {
+      std::fprintf(stderr, "attnbench: machine: %s\n", line.c_str());
+    }
+  }
   // The host calibration: the roofline's CPU ceilings and the rate a first long
   // host case is estimated at. Worth its fraction of a second only when the
   // host has that much to do, or when asked.

@@ -533,6 +533,8 @@ class ScenarioParser {
     MeasureSettings s;
     s.warmup_min_iterations = m.value("warmup_min_iterations", s.warmup_min_iterations);
     s.warmup_min_seconds = m.value("warmup_min_seconds", s.warmup_min_seconds);
+    s.warmup_window = m.value("warmup_window", s.warmup_window);
+    s.warmup_max_seconds = m.value("warmup_max_seconds", s.warmup_max_seconds);
     s.min_samples = m.value("min_samples", s.min_samples);
     s.max_samples = m.value("max_samples", s.max_samples);
     s.min_seconds = m.value("min_seconds", s.min_seconds);

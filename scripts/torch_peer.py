@@ -34,6 +34,7 @@ import pathlib
 import platform
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,7 +59,8 @@ BACKENDS = {
 
 # The effective settings attnbench records for a scenario (docs/scenarios.md),
 # in its key order; a scenario's `measure` / `accuracy` objects override them.
-MEASURE_DEFAULTS = {"warmup_min_iterations": 2, "warmup_min_seconds": 0.05, "min_samples": 10,
+MEASURE_DEFAULTS = {"warmup_min_iterations": 2, "warmup_min_seconds": 0.05, "warmup_window": 5,
+                    "warmup_max_seconds": 0.5, "min_samples": 10,
                     "max_samples": 1000, "min_seconds": 0.2, "max_seconds": 5.0,
                     "target_ci_width": 0.02, "cache": "cold"}
 ACCURACY_DEFAULTS = {"check": True, "max_oracle_macs": 4e9, "seed": 0, "floor_factor": 2.0,
@@ -288,10 +290,29 @@ def measure(settings, timer, before_sample, call, clock=None):
     clock = clock or time.monotonic
     result = {"warmup_iterations": 0}
     start = clock()
-    while (result["warmup_iterations"] < settings["warmup_min_iterations"]
-           or clock() - start < settings["warmup_min_seconds"]):
+    # As attnbench: the minimums, then until the medians of the last two
+    # windows of warmup_window timed calls agree within 5%, at most warmup_max_seconds.
+    window, recent = settings["warmup_window"], []
+
+    def stable():
+        if len(recent) < 2 * window:
+            return False
+        earlier, later = statistics.median(recent[:window]), statistics.median(recent[window:])
+        return abs(later / earlier - 1.0) <= 0.05
+
+    while True:
+        elapsed = clock() - start
+        if (result["warmup_iterations"] >= settings["warmup_min_iterations"]
+                and elapsed >= settings["warmup_min_seconds"]):
+            if window <= 0 or stable():
+                break
+            if elapsed >= max(settings["warmup_max_seconds"], settings["warmup_min_seconds"]):
+                break
         before_sample()
-        call()
+        if window > 0:
+            recent = (recent + [timer(call)])[-2 * window:]
+        else:
+            call()
         result["warmup_iterations"] += 1
     result["warmup_seconds"] = clock() - start
     samples, sampled, start = [], 0.0, clock()

@@ -331,7 +331,8 @@ class TorchPeer(attnbench_testing.ScenarioTestCase):
         self.assertEqual(self.peer.median_confidence_ranks(6, 0.95), (1, 6))
 
     def test_measure_stops_as_the_harness_does(self):
-        settings = dict(self.peer.MEASURE_DEFAULTS, warmup_min_iterations=3, warmup_min_seconds=0, min_samples=10,
+        settings = dict(self.peer.MEASURE_DEFAULTS, warmup_min_iterations=3, warmup_min_seconds=0, warmup_window=0,
+                        min_samples=10,
                         min_seconds=0, max_samples=50, max_seconds=100)
         calls, flushes = [], []
         result = self.peer.measure(settings, lambda call: (call(), 1e-3)[1], lambda: flushes.append(1),

@@ -213,6 +213,53 @@ std::vector<MachineFinding> check_host(const HostState& state) {
   return findings;
 }
 
+std::vector<MachineFinding> check_gpu(const GpuState& state) {
+  std::vector<MachineFinding> findings;
+  const std::string gpu = state.name.empty() ? "the GPU" : state.name;
+  if (state.other_processes) {
+    const int others = *state.other_processes;
+    findings.push_back({"gpu_processes", others > 0 ? "warn" : "ok",
+                        std::to_string(others) + " other compute process(es) on " + gpu,
+                        others > 0 ? "wait for them, or give each runner its own GPU (CUDA_VISIBLE_DEVICES)" : ""});
+  }
+  if (state.persistence_mode) {
+    findings.push_back({"gpu_persistence", *state.persistence_mode ? "ok" : "warn",
+                        std::string("persistence mode ") + (*state.persistence_mode ? "on" : "off") +
+                            (*state.persistence_mode ? "" : ": the driver re-initialises the GPU for each process"),
+                        *state.persistence_mode ? "" : "sudo nvidia-smi -pm 1"});
+  }
+  if (state.power_limit_watts && state.default_power_limit_watts) {
+    const bool capped = *state.power_limit_watts < 0.99 * *state.default_power_limit_watts;
+    findings.push_back({"gpu_power_limit", capped ? "warn" : "ok",
+                        "power limit " + format_fixed(*state.power_limit_watts, 0) + " W (default " +
+                            format_fixed(*state.default_power_limit_watts, 0) + " W)",
+                        capped ? "sudo nvidia-smi -pl " + format_fixed(*state.default_power_limit_watts, 0) : ""});
+  }
+  if (state.ecc_enabled) {
+    findings.push_back({"gpu_ecc", "note",
+                        std::string("ECC ") + (*state.ecc_enabled ? "on" : "off") +
+                            ": compare only with runs of the same setting (the device identity records it)",
+                        ""});
+  }
+  std::vector<std::string> holding;
+  for (const std::string& reason : state.throttle_reasons) {
+    if (reason != "gpu_idle" && reason != "applications_clocks_setting") holding.push_back(reason);
+  }
+  if (!holding.empty()) {
+    std::string list;
+    for (const std::string& reason : holding) list += (list.empty() ? "" : ", ") + reason;
+    findings.push_back({"gpu_throttle", "warn", "clocks held back now: " + list,
+                        "let the GPU cool down, and check its power cap and cooling"});
+  }
+  if (state.sm_mhz && state.sm_max_mhz) {
+    findings.push_back({"gpu_clocks", "note",
+                        "SM clock " + std::to_string(*state.sm_mhz) + " of at most " +
+                            std::to_string(*state.sm_max_mhz) + " MHz now",
+                        "lock the clocks for steadier timings: sudo nvidia-smi --lock-gpu-clocks=<base MHz>"});
+  }
+  return findings;
+}
+
 std::vector<MachineFinding> check_machine(int threads) {
   std::vector<MachineFinding> findings = check_host(read_host_state(threads));
   for (const std::string& device : BackendRegistry::instance().devices()) {

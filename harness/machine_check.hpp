@@ -38,6 +38,20 @@ struct HostState {
   std::optional<double> memory_pressure_avg10;  // /proc/pressure/memory "some avg10", percent
 };
 
+// A GPU's state as the device checks read it (harness/cuda/nvml_clocks.hpp);
+// nullopt where the driver does not say.
+struct GpuState {
+  std::string name;
+  std::optional<int> other_processes;  // compute processes on the device besides this one
+  std::optional<bool> persistence_mode;
+  std::optional<double> power_limit_watts, default_power_limit_watts;
+  std::optional<bool> ecc_enabled;
+  std::optional<unsigned> sm_mhz, sm_max_mhz;
+  std::vector<std::string> throttle_reasons;  // active now, as clock_event_reason_names names them
+};
+
+std::vector<MachineFinding> check_gpu(const GpuState& state);
+
 // Reads the host's state (takes about `window_seconds` to measure steal time and
 // sibling utilisation).
 HostState read_host_state(int threads, double window_seconds = 0.2);

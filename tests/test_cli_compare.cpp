@@ -49,6 +49,15 @@ class CliCompare : public TempDirectoryTest {
       const CommandResult run = run_attnbench("run " + (shared_ / "tiny.json").string() + " --threads 1 -o " +
                                               (shared_ / name).string());
       ASSERT_EQ(run.exit_code, 0) << run.output;
+      // These tests are about matching, statuses and tolerances; whether this
+      // machine made the samples noisy is docs/compare.md's "Noise and rounds",
+      // tested on synthetic samples. The files then read as written before
+      // records carried a noise verdict.
+      Json document = read_json((shared_ / name).string());
+      for (Json& record : document["records"]) {
+        if (record["timing"].is_object()) record["timing"].erase("noise");
+      }
+      write_json((shared_ / name).string(), document);
     }
   }
   static void TearDownTestSuite() { fs::remove_all(shared_); }
@@ -86,7 +95,11 @@ TEST_F(CliCompare, TwoRunsOfTheSameScenarioMatchEveryCell) {
   EXPECT_EQ(json["summary"]["only_in_base"], 0);
   EXPECT_EQ(json["settings"]["defaults"]["time_threshold"], 50.0);
   for (const Json& cell : json["cells"]) {
-    EXPECT_TRUE(cell["metrics"]["time"]["ratio"].is_number()) << cell["case_key"];
+    if (cell["implementation"] == "cpu.reference") {
+      EXPECT_EQ(cell["metrics"]["time"]["summary"], "time: not judged (the fp64 oracle)");
+    } else {
+      EXPECT_TRUE(cell["metrics"]["time"]["ratio"].is_number()) << cell["case_key"];
+    }
     EXPECT_EQ(cell["metrics"]["peak_memory"]["verdict"], "pass") << cell["implementation"];
   }
   EXPECT_NE(compare.output.find("6 cells compared: 0 regressions, 0 inconclusive"), std::string::npos) << compare.output;
@@ -261,7 +274,7 @@ TEST_F(CliCompare, DifferentRunSettingsAreRefusedWithTheReasonAndNoOutputs) {
   EXPECT_EQ(compare.exit_code, 0) << compare.output;
   EXPECT_NE(compare.output.find("run settings differ (allowed): threads: 1 (BASE) vs 2 (NEW)"), std::string::npos)
       << compare.output;
-  EXPECT_NE(compare.output.find("time NEW/BASE geometric mean over 6 cells: +0.0% (ratio 1.0000)"),
+  EXPECT_NE(compare.output.find("time NEW/BASE geometric mean over 4 cells: +0.0% (ratio 1.0000)"),
             std::string::npos)
       << compare.output;
   const Json json = load(path("compare.json"));
@@ -272,7 +285,8 @@ TEST_F(CliCompare, DifferentRunSettingsAreRefusedWithTheReasonAndNoOutputs) {
 
 TEST_F(CliCompare, AThrottledRecordExitsThreeAndAConfigOverrideAppliesByRegex) {
   Json throttled = load(run_a());
-  throttled["records"][1]["timing"]["throttled"] = true;
+  ASSERT_EQ(throttled["records"][2]["implementation"], "cpu.standard");
+  throttled["records"][2]["timing"]["throttled"] = true;
   CommandResult compare = run_attnbench("compare " + run_a() + " " + write("throttled.json", throttled));
   EXPECT_EQ(compare.exit_code, 3) << compare.output;
   EXPECT_NE(compare.output.find("throttled (NEW)"), std::string::npos) << compare.output;

@@ -365,7 +365,7 @@ TEST(TimeVerdicts, ASlowdownOfExactlyTheThresholdOnACoarseClockIsNoRegression) {
 
 TEST(TimeVerdicts, TooFewOrNonPositiveSamplesAreInconclusive) {
   const std::vector<MetricComparison> verdicts = compare_times(
-      {{{1, 1, 1, 1}, {1, 1, 1, 1, 1}, 0.05}, {{1, 2, 3, 4, 5}, {1, 2, 0, 4, 5}, 0.05}}, 0.05);
+      {{{1, 1, 1, 1}, {1, 1, 1, 1, 1}, 0.05, 0.10, {}}, {{1, 2, 3, 4, 5}, {1, 2, 0, 4, 5}, 0.05, 0.10, {}}}, 0.05);
   ASSERT_EQ(verdicts.size(), 2u);
   EXPECT_EQ(verdicts[0].verdict, CompareVerdict::inconclusive);
   EXPECT_NE(verdicts[0].summary.find("at least 5"), std::string::npos) << verdicts[0].summary;

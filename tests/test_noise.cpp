@@ -257,5 +257,33 @@ TEST(MachineCheck, AVirtualMachineWithoutCpufreqIsANote) {
   EXPECT_EQ(governor->level, "note");
 }
 
+TEST(MachineCheck, AGpuSharedCappedOrThrottledIsAWarningWithAFix) {
+  GpuState ready;
+  ready.name = "Test GPU";
+  ready.other_processes = 0;
+  ready.persistence_mode = true;
+  ready.power_limit_watts = ready.default_power_limit_watts = 700;
+  ready.ecc_enabled = true;
+  ready.sm_mhz = 1980;
+  ready.sm_max_mhz = 1980;
+  ready.throttle_reasons = {"gpu_idle"};
+  for (const MachineFinding& f : check_gpu(ready)) EXPECT_NE(f.level, "warn") << f.check << ": " << f.message;
+
+  GpuState unfit = ready;
+  unfit.other_processes = 2;
+  unfit.persistence_mode = false;
+  unfit.power_limit_watts = 500;
+  unfit.throttle_reasons = {"sw_thermal_slowdown"};
+  const std::vector<MachineFinding> findings = check_gpu(unfit);
+  for (const char* check : {"gpu_processes", "gpu_persistence", "gpu_power_limit", "gpu_throttle"}) {
+    const MachineFinding* f = finding(findings, check);
+    ASSERT_NE(f, nullptr) << check;
+    EXPECT_EQ(f->level, "warn") << check;
+    EXPECT_FALSE(f->fix.empty()) << check;
+  }
+  EXPECT_NE(finding(findings, "gpu_power_limit")->fix.find("nvidia-smi -pl 700"), std::string::npos);
+  EXPECT_NE(finding(findings, "gpu_throttle")->message.find("sw_thermal_slowdown"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace attnbench

@@ -152,6 +152,13 @@ class CudaBackend final : public Backend {
   std::string_view clock_name() const override { return "cuda_event"; }
   void* stream() override { return stream_; }
 
+  std::vector<MachineFinding> machine_findings() override {
+    if (!nvml_ || !nvml_->usable()) {
+      return {{"gpu", "note", "GPU checks unavailable: " + (nvml_ ? nvml_->error() : std::string("no NVML")), ""}};
+    }
+    return check_gpu(nvml_->state());
+  }
+
   nlohmann::ordered_json read_clocks() override {
     if (!nvml_) return nullptr;
     nlohmann::ordered_json clocks = nvml_->clocks();

@@ -1,6 +1,9 @@
 #include "harness/cuda/nvml_clocks.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <vector>
 
 namespace attnbench {
 
@@ -20,9 +23,24 @@ struct NvmlFunctions {
   int (*max_clock_info)(NvmlDeviceHandle, int, unsigned int*) = nullptr;
   int (*clock_reasons)(NvmlDeviceHandle, unsigned long long*) = nullptr;
   int (*mig_mode)(NvmlDeviceHandle, unsigned int*, unsigned int*) = nullptr;
+  int (*compute_processes)(NvmlDeviceHandle, unsigned int*, void*) = nullptr;
+  int (*persistence_mode)(NvmlDeviceHandle, int*) = nullptr;
+  int (*power_limit)(NvmlDeviceHandle, unsigned int*) = nullptr;          // milliwatts
+  int (*default_power_limit)(NvmlDeviceHandle, unsigned int*) = nullptr;  // milliwatts
+  int (*ecc_mode)(NvmlDeviceHandle, int*, int*) = nullptr;
+  int (*name)(NvmlDeviceHandle, char*, unsigned int) = nullptr;
   const char* (*error_string)(int) = nullptr;
   std::string error;  // empty when loaded and initialised
 };
+
+// nvmlProcessInfo_t of the _v3 entry points.
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id, compute_instance_id;
+};
+// NVML_ERROR_INSUFFICIENT_SIZE: the list holds more processes than the buffer.
+constexpr int kInsufficientSize = 7;
 
 constexpr int kClockSm = 1;
 constexpr int kClockMemory = 2;
@@ -47,6 +65,12 @@ const NvmlFunctions& nvml() {
     resolve(library, "nvmlDeviceGetCurrentClocksEventReasons", f.clock_reasons);
     if (!f.clock_reasons) resolve(library, "nvmlDeviceGetCurrentClocksThrottleReasons", f.clock_reasons);
     resolve(library, "nvmlDeviceGetMigMode", f.mig_mode);
+    resolve(library, "nvmlDeviceGetComputeRunningProcesses_v3", f.compute_processes);
+    resolve(library, "nvmlDeviceGetPersistenceMode", f.persistence_mode);
+    resolve(library, "nvmlDeviceGetEnforcedPowerLimit", f.power_limit);
+    resolve(library, "nvmlDeviceGetPowerManagementDefaultLimit", f.default_power_limit);
+    resolve(library, "nvmlDeviceGetEccMode", f.ecc_mode);
+    resolve(library, "nvmlDeviceGetName", f.name);
     resolve(library, "nvmlErrorString", f.error_string);
     if (!f.init || !f.handle_by_pci_bus_id || !f.clock_info) {
       f.error = "NVML lacks the clock entry points";
@@ -118,6 +142,43 @@ std::optional<bool> NvmlDevice::mig_enabled() const {
   unsigned int current = 0, pending = 0;
   if (f.mig_mode(handle_, &current, &pending) != 0) return std::nullopt;  // not MIG-capable
   return current == 1;
+}
+
+GpuState NvmlDevice::state() const {
+  GpuState state;
+  if (!usable()) return state;
+  const NvmlFunctions& f = nvml();
+  char name[96] = {};
+  if (f.name && f.name(handle_, name, sizeof name) == 0) state.name = name;
+  if (f.compute_processes) {
+    std::vector<NvmlProcessInfo> processes(64);
+    auto count = static_cast<unsigned int>(processes.size());
+    const int status = f.compute_processes(handle_, &count, processes.data());
+    if (status == 0 || status == kInsufficientSize) {
+      int others = 0;
+      for (unsigned int i = 0; i < count; ++i) {
+        if (i >= processes.size() || processes[i].pid != static_cast<unsigned int>(getpid())) ++others;
+      }
+      state.other_processes = others;
+    }
+  }
+  if (int mode = 0; f.persistence_mode && f.persistence_mode(handle_, &mode) == 0) state.persistence_mode = mode == 1;
+  if (unsigned int milliwatts = 0; f.power_limit && f.power_limit(handle_, &milliwatts) == 0) {
+    state.power_limit_watts = milliwatts / 1000.0;
+  }
+  if (unsigned int milliwatts = 0; f.default_power_limit && f.default_power_limit(handle_, &milliwatts) == 0) {
+    state.default_power_limit_watts = milliwatts / 1000.0;
+  }
+  if (int current = 0, pending = 0; f.ecc_mode && f.ecc_mode(handle_, &current, &pending) == 0) {
+    state.ecc_enabled = current == 1;
+  }
+  const Json now = clocks();
+  if (now["sm_mhz"].is_number() && now["sm_max_mhz"].is_number()) {
+    state.sm_mhz = now["sm_mhz"].get<unsigned>();
+    state.sm_max_mhz = now["sm_max_mhz"].get<unsigned>();
+  }
+  if (now["throttle_reasons"].is_array()) state.throttle_reasons = now["throttle_reasons"].get<std::vector<std::string>>();
+  return state;
 }
 
 }  // namespace attnbench

@@ -1,4 +1,5 @@
-// SM and memory clocks, throttle reasons and MIG mode of one GPU, read through
+// SM and memory clocks, throttle reasons, MIG mode and the machine check's
+// state (processes, persistence, power limit, ECC) of one GPU, read through
 // NVML loaded at run time (dlopen "libnvidia-ml.so.1", shipped with the
 // driver): no link-time dependency, and where it is missing every reading says
 // so instead of failing. The GPU is found by its PCI bus id, so the CUDA
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "harness/machine_check.hpp"
 
 namespace attnbench {
 
@@ -23,6 +26,10 @@ class NvmlDevice {
   nlohmann::ordered_json clocks() const;
   // True or false when NVML can tell, nullopt otherwise.
   std::optional<bool> mig_enabled() const;
+  // What the machine check reads (harness/machine_check.hpp): other compute
+  // processes, persistence mode, power limits, ECC, clocks and throttle
+  // reasons; fields NVML cannot read stay empty.
+  GpuState state() const;
 
  private:
   void* handle_ = nullptr;  // nvmlDevice_t

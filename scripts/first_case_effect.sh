@@ -9,7 +9,8 @@
 #   scripts/first_case_effect.sh ATTNBENCH OUTDIR [PROCESSES] [IMPLEMENTATION]
 #
 # PROCESSES defaults to 20, IMPLEMENTATION to cpu.standard. Every run uses
-# --threads 1 and quick.json's measure settings.
+# --threads 1 and quick.json's measure settings. LOAD=N runs N busy loops,
+# pinned to the CPUs in turn, for the whole measurement.
 set -euo pipefail
 
 if [[ $# -lt 2 || $# -gt 4 ]]; then
@@ -35,6 +36,13 @@ for name in ("first", "last"):
     json.dump(case, open(f"{outdir}/{name}.json", "w"))
 json.dump(dict(quick, implementations=[implementation]), open(f"{outdir}/middle.json", "w"))
 EOF
+
+busy_pids=()
+trap 'if ((${#busy_pids[@]})); then kill "${busy_pids[@]}" 2> /dev/null || true; fi' EXIT
+for ((i = 0; i < ${LOAD:-0}; i++)); do
+  taskset -c $((i % $(nproc))) bash -c 'while :; do :; done' &
+  busy_pids+=($!)
+done
 
 for mode in stable off; do
   flags=()

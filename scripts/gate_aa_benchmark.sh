@@ -6,9 +6,10 @@
 #   idle A/A      the same build on both sides, nothing else running
 #   loaded A/A    the same, with LOAD busy loops pinned to the machine's CPUs for
 #                 the whole gate (default: one per available CPU)
-#   loaded 25%    the head's cpu.example plug-in built with
+#   loaded slower the head's cpu.example plug-in built with
 #                 -DATTNBENCH_EXAMPLE_SLOWER (every fourth unit of work done
-#                 twice), under the same load
+#                 twice: 25% more work, 29-30% more time on an idle 2-core
+#                 VM), under the same load
 #
 #   scripts/gate_aa_benchmark.sh ATTNBENCH OUTDIR [GATES] [SCENARIO]
 #
@@ -62,9 +63,10 @@ trap stop_load EXIT
 
 # One gate: its exit status, its regressions, and (slowdown) whether a
 # cpu.example cell was a regression.
-declare -A exits1 exits3 passes regressions caught seconds
+declare -A exits1 exits3 passes regressions caught example_cells seconds
 for condition in "${conditions[@]}"; do
   exits1[$condition]=0 exits3[$condition]=0 passes[$condition]=0 regressions[$condition]=0 caught[$condition]=0
+  example_cells[$condition]="0 0 0"
   start=$(date +%s)
   for ((g = 1; g <= gates; g++)); do
     head=plain
@@ -79,14 +81,20 @@ import json, sys
 try:
     report = json.load(open(sys.argv[1]))
 except OSError:
-    print(0, 0)
+    print(0, 0, 0, 0, 0)
     sys.exit()
 cells = report["cells"]
 regressed = [c for c in cells if c["verdict"] == "regression"]
-print(len(regressed), sum(1 for c in regressed if c["implementation"] == "cpu.example"))
+# cpu.example's timed cells (not skipped) by their time verdict.
+example = [c["metrics"]["time"]["verdict"] for c in cells
+           if c["implementation"] == "cpu.example" and "time" in c["metrics"]]
+print(len(regressed), sum(1 for c in regressed if c["implementation"] == "cpu.example"),
+      example.count("regression"), example.count("inconclusive"), example.count("pass") + example.count("improvement"))
 EOF
 )
-    read -r regressed slowed <<< "$counts"
+    read -r regressed slowed example_regressed example_inconclusive example_passed <<< "$counts"
+    read -r a b c <<< "${example_cells[$condition]}"
+    example_cells[$condition]="$((a + example_regressed)) $((b + example_inconclusive)) $((c + example_passed))"
     echo "$condition gate $g: exit $status, $regressed regression(s), $slowed of cpu.example"
     case $status in
       0) passes[$condition]=$((passes[$condition] + 1)) ;;
@@ -101,16 +109,16 @@ EOF
 done
 
 {
-  echo "| condition | gates | exit 0 | exit 1 | exit 3 | cells reported as regressions | gates that flagged cpu.example | minutes per gate |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| condition | gates | exit 0 | exit 1 | exit 3 | cells reported as regressions | gates that flagged cpu.example | cpu.example cells: regression / inconclusive / pass | minutes per gate |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for condition in "${conditions[@]}"; do
     case $condition in
       idle) name="idle A/A" ;;
       loaded) name="loaded A/A ($load busy loops)" ;;
-      slow) name="loaded, head 25% slower ($load busy loops)" ;;
+      slow) name="loaded, head's cpu.example 25% more work ($load busy loops)" ;;
     esac
     echo "| $name | $gates | ${passes[$condition]} | ${exits1[$condition]} | ${exits3[$condition]} |" \
-         "${regressions[$condition]} | ${caught[$condition]} |" \
+         "${regressions[$condition]} | ${caught[$condition]} | ${example_cells[$condition]// / \/ } |" \
          "$(python3 -c "print(f'{${seconds[$condition]} / 60 / $gates:.1f}')") |"
   done
 } | tee "$outdir/table.md"

@@ -45,11 +45,15 @@
 #define KEYS_DROPPED 0
 #endif
 
+/* Every how many units of work one is done twice (0: none). Read at run time
+ * (volatile), so that both builds compile to the same loops. */
 #ifdef ATTNBENCH_EXAMPLE_SLOWER
-#define PASSES(unit) ((unit) % 4 == 0 ? 2 : 1)
+static volatile int repeat_every = 4;
 #else
-#define PASSES(unit) 1
+static volatile int repeat_every = 0;
 #endif
+
+static int passes(int64_t unit, int every) { return every > 0 && unit % every == 0 ? 2 : 1; }
 
 /* ---- fp16 and bf16 <-> float, rounding to nearest even ---- */
 
@@ -194,9 +198,10 @@ static int32_t example_forward(void* user_data, const attnbench_problem* p, cons
   (void)context; /* its threads: used by OpenMP */
   (void)message;
   const int64_t units = p->batch * p->heads;
+  const int every = repeat_every;
 #pragma omp parallel for num_threads(context->threads) schedule(dynamic)
   for (int64_t unit = 0; unit < units; ++unit) {
-    for (int pass = 0; pass < PASSES(unit); ++pass) forward_unit(p, buffers, unit);
+    for (int pass = 0; pass < passes(unit, every); ++pass) forward_unit(p, buffers, unit);
   }
   return ATTNBENCH_STATUS_OK;
 }
@@ -256,9 +261,10 @@ static int32_t example_backward(void* user_data, const attnbench_problem* p, con
   (void)context; /* its threads: used by OpenMP */
   (void)message;
   const int64_t units = p->batch * p->kv_heads;
+  const int every = repeat_every;
 #pragma omp parallel for num_threads(context->threads) schedule(dynamic)
   for (int64_t unit = 0; unit < units; ++unit) {
-    for (int pass = 0; pass < PASSES(unit); ++pass) backward_unit(p, buffers, unit);
+    for (int pass = 0; pass < passes(unit, every); ++pass) backward_unit(p, buffers, unit);
   }
   return ATTNBENCH_STATUS_OK;
 }

@@ -309,12 +309,15 @@ struct RoundOfRecord {
   std::string noise;  // its noise verdict
 };
 
+// A noise verdict without its notes: what made it noisy.
+std::string without_notes(const std::string& verdict) { return verdict.substr(0, verdict.find("; notes: ")); }
+
 std::vector<RoundOfRecord> rounds_of(const Json& record) {
   const Json& timing = record["timing"];
   const auto samples = timing["samples_seconds"].get<std::vector<double>>();
   if (!timing.contains("rounds")) {
     const bool noisy = timing.contains("noise") && timing["noise"]["noisy"].get<bool>();
-    return {{1, samples, noisy, timing.contains("noise") ? timing["noise"]["verdict"].get<std::string>() : ""}};
+    return {{1, samples, noisy, timing.contains("noise") ? without_notes(timing["noise"]["verdict"]) : ""}};
   }
   std::vector<RoundOfRecord> rounds;
   std::size_t next = 0;
@@ -323,7 +326,7 @@ std::vector<RoundOfRecord> rounds_of(const Json& record) {
     rounds.push_back({round["round"].get<int>(),
                       std::vector<double>(samples.begin() + static_cast<std::ptrdiff_t>(next),
                                           samples.begin() + static_cast<std::ptrdiff_t>(next + count)),
-                      round["noisy"].get<bool>(), round["noise"].get<std::string>()});
+                      round["noisy"].get<bool>(), without_notes(round["noise"].get<std::string>())});
     next += count;
   }
   return rounds;
@@ -488,10 +491,17 @@ MetricComparison backed_by_rounds(const TimeSamples& samples, CompareVerdict can
     return metric("time", CompareVerdict::inconclusive,
                   summary + ": the rounds disagree in direction (" + listed + ")", std::move(details));
   }
+  const std::string minimum = (slower ? "+" : "-") + format_fixed(100.0 * samples.min_effect, 1) + "%";
   if (slower ? !(effect > limit) : !(effect < limit)) {
     return metric("time", CompareVerdict::pass,
-                  summary + ": effect " + signed_percent(effect - 1.0) + " within the minimum effect " +
-                      (slower ? "+" : "-") + format_fixed(100.0 * samples.min_effect, 1) + "%" + per_round,
+                  summary + ": effect " + signed_percent(effect - 1.0) + " within the minimum effect " + minimum +
+                      per_round,
+                  std::move(details));
+  }
+  const bool short_of = std::any_of(ratios.begin(), ratios.end(), [&](double r) { return slower ? !(r > limit) : !(r < limit); });
+  if (ratios.size() > 1 && short_of) {
+    return metric("time", CompareVerdict::inconclusive,
+                  summary + ": not every round shows the minimum effect " + minimum + " (" + listed + ")",
                   std::move(details));
   }
   const double threshold = samples.time_threshold;
@@ -807,7 +817,7 @@ CompareReport compare_results(const Json& base, const Json& next, const CompareS
         samples.time_threshold = cell.tolerances.time_threshold;
         samples.min_effect = cell.tolerances.min_effect;
         if (const std::string noisy = clean_rounds(*before, *after, settings.allow_noisy, samples); !noisy.empty()) {
-          cell.metrics.push_back(metric("time", CompareVerdict::inconclusive, "time: noisy: " + noisy,
+          cell.metrics.push_back(metric("time", CompareVerdict::inconclusive, "time: " + noisy,
                                         {{"reason", "noisy"}, {"noise", noisy}}));
         } else {
           timed.push_back(std::move(samples));

@@ -109,12 +109,12 @@ struct TimeSamples {
 // cell that can be judged: at least kMinimumTimeSamples positive samples on
 // each side (the others are inconclusive and not in the family). Regression:
 // the whole interval of NEW/BASE lies above 1 + threshold, and the effect
-// holds across the rounds: their median ratio of medians is above
-// 1 + min_effect and no round's ratio is 1 or below (one round: the pooled
-// estimate above 1 + min_effect). Improvement: the mirror image. A difference
-// the interval shows but the rounds do not back is inconclusive when they
-// disagree in direction, and a pass when it is below min_effect. Inconclusive
-// too when the sample sizes give no interval at the cell's level.
+// holds in every round: each round's ratio of medians is above 1 + min_effect
+// (one round: the pooled estimate is). Improvement: the mirror image. A
+// difference the interval shows but the rounds do not back is a pass when the
+// median of the rounds' ratios is within min_effect, and inconclusive when it
+// is not but some round disagrees in direction or falls short of min_effect.
+// Inconclusive too when the sample sizes give no interval at the cell's level.
 std::vector<MetricComparison> compare_times(const std::vector<TimeSamples>& cells, double alpha);
 
 struct CellComparison {

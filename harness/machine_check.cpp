@@ -161,7 +161,8 @@ std::vector<MachineFinding> check_host(const HostState& state) {
   if (state.steal_fraction) {
     const bool stolen = *state.steal_fraction >= 0.02;
     findings.push_back({"steal", stolen ? "warn" : "ok",
-                        "steal time " + percent(*state.steal_fraction) + " of CPU time (the hypervisor ran others)",
+                        "steal time " + percent(*state.steal_fraction) + " of CPU time" +
+                            (stolen ? ": the hypervisor gave our CPUs to other guests" : ""),
                         stolen ? "use a dedicated (bare-metal or pinned-vCPU) runner" : ""});
   }
   if (state.governors.empty()) {

@@ -4,7 +4,8 @@
 # on a Hopper, time cuda.flash.sm90 on the FlashAttention-3 forward grid and
 # the paper's ablation first (the figures only a GPU gives, each section under
 # its own time limit; before the build, with the sm_90 binary gather-deps.sh
-# built, where that one runs here); run the GPU-labelled tests (the correctness matrix of
+# built, where that one runs here); record attnbench doctor's GPU checks; run
+# the GPU-labelled tests (the correctness matrix of
 # every CUDA implementation, forward and gradients, and the Hopper GEMM), show
 # the Hopper GEMM's SASS and its own run and cuda.flash.sm90's SASS, run a
 # short forward and forward+backward benchmark
@@ -141,6 +142,12 @@ if [[ ${capability:-90} == 90 && $fa3_ran_with == none ]]; then
   fa3_sections "$bin/attnbench"
   fa3_ran_with="this build"
 fi
+
+# attnbench doctor on the GPU machine: the NVML checks (other processes,
+# persistence, power limit, ECC, clocks, throttle reasons) read from a real device.
+timeout -k 5 30 "$bin/attnbench" doctor --json > "$out/doctor.json" 2> "$out/doctor.log"
+doctor_status=$?
+step "doctor: exit $doctor_status, $(grep -c '"gpu' "$out/doctor.json") GPU finding(s) (doctor.json)"
 
 step "GPU tests (ctest -L gpu, at most 240 s)"
 timeout -k 10 240 ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 120 -j 4 > "$out/gpu-tests.log" 2>&1
@@ -300,7 +307,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: FA3 sections with $fa3_ran_with; tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: FA3 sections with $fa3_ran_with; doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="

@@ -261,8 +261,8 @@ std::vector<MachineFinding> check_gpu(const GpuState& state) {
   return findings;
 }
 
-std::vector<MachineFinding> check_machine(int threads) {
-  std::vector<MachineFinding> findings = check_host(read_host_state(threads));
+std::vector<MachineFinding> check_machine(int threads, double window_seconds) {
+  std::vector<MachineFinding> findings = check_host(read_host_state(threads, window_seconds));
   for (const std::string& device : BackendRegistry::instance().devices()) {
     Backend* backend = BackendRegistry::instance().get(device);
     if (!backend->availability().ok) continue;

@@ -58,8 +58,11 @@ HostState read_host_state(int threads, double window_seconds = 0.2);
 
 std::vector<MachineFinding> check_host(const HostState& state);
 
-// Findings of the host and of every available device backend.
-std::vector<MachineFinding> check_machine(int threads);
+// Findings of the host and of every available device backend, the host's
+// activity measured over `window_seconds` (doctor: 0.2 s; run: less, as every run
+// pays it).
+std::vector<MachineFinding> check_machine(int threads, double window_seconds = 0.2);
+inline constexpr double kRunMachineCheckSeconds = 0.05;
 
 nlohmann::ordered_json findings_json(const std::vector<MachineFinding>& findings);
 

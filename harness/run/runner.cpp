@@ -1108,7 +1108,7 @@ int run_scenarios(const RunOptions& options) {
   document.set_blas(blas::library_json());
   document.set_threads_source(options.threads > 0 ? "command_line" : "available_cpus");
   document.set_load_average("run_start", load_average());
-  const Json machine = findings_json(check_machine(threads));
+  const Json machine = findings_json(check_machine(threads, kRunMachineCheckSeconds));
   document.set_machine(machine);
   if (options.check_machine) {
     for (const std::string& line : findings_lines(machine, false)) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -180,9 +181,9 @@ TEST_F(Output, EveryWriterCreatesMissingDirectoriesAndRefusesOnlyWhereItCannot) 
   const std::vector<std::pair<std::string, std::string>> writers = {
       {"report " + results + " --table seqlen -o ", "report/a/t.md"},
       {"merge " + results + " -o ", "merge/a/m.json"},
-      {"compare " + results + " " + results + " --markdown ", "compare/md/s.md"},
-      {"compare " + results + " " + results + " --junit ", "compare/junit/j.xml"},
-      {"compare " + results + " " + results + " --json ", "compare/json/c.json"}};
+      {"compare " + results + " " + results + " --allow-noisy --markdown ", "compare/md/s.md"},
+      {"compare " + results + " " + results + " --allow-noisy --junit ", "compare/junit/j.xml"},
+      {"compare " + results + " " + results + " --allow-noisy --json ", "compare/json/c.json"}};
   for (const auto& [command, output] : writers) {
     const CommandResult written = run_attnbench(command + path(output).string());
     EXPECT_EQ(written.exit_code, 0) << command << output << "\n" << written.output;
@@ -203,8 +204,28 @@ TEST_F(Output, EveryWriterCreatesMissingDirectoriesAndRefusesOnlyWhereItCannot) 
   }
 }
 
+TEST_F(Output, DoctorListsEachCheckWithItsLevelAndFix) {
+  const CommandResult doctor = run_attnbench("doctor --threads 1 --json");
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.output;
+  const nlohmann::ordered_json findings = nlohmann::ordered_json::parse(doctor.output);
+  ASSERT_TRUE(findings.is_array());
+  std::set<std::string> checks;
+  for (const auto& finding : findings) {
+    checks.insert(finding["check"].get<std::string>());
+    EXPECT_TRUE(finding["level"] == "ok" || finding["level"] == "note" || finding["level"] == "warn") << finding;
+    if (finding["level"] == "warn") EXPECT_FALSE(finding["fix"].get<std::string>().empty()) << finding;
+  }
+  for (const char* check : {"load", "steal", "governor"}) EXPECT_TRUE(checks.count(check)) << check;
+  const CommandResult text = run_attnbench("doctor --threads 1");
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_TRUE(text.output.find("fit for benchmarking") != std::string::npos ||
+              text.output.find("finding(s) can change timings") != std::string::npos)
+      << text.output;
+  EXPECT_EQ(run_attnbench("doctor --threads 0").exit_code, 2);
+}
+
 TEST_F(Output, HelpShowsNoRawFlagDefaults) {
-  for (const char* subcommand : {"run", "bench", "list", "validate", "info", "compare", "report", "merge"}) {
+  for (const char* subcommand : {"run", "bench", "list", "validate", "info", "doctor", "compare", "report", "merge"}) {
     const CommandResult help = run_attnbench(std::string(subcommand) + " --help");
     EXPECT_EQ(help.exit_code, 0) << subcommand;
     EXPECT_EQ(help.output.find("{false}"), std::string::npos) << subcommand << ":\n" << help.output;

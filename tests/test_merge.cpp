@@ -14,6 +14,7 @@
 #include "harness/results/merge.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/results/document.hpp"
+#include "harness/measure/statistics.hpp"
 
 namespace attnbench {
 namespace {
@@ -383,6 +384,63 @@ TEST(Merge, DifferentBuildsAndThreadCountsAreNotedNotRefused) {
   EXPECT_EQ(merged.document["tool"]["git_revision"], "aaaaaaa") << "tool comes from the first input";
   EXPECT_EQ(merged.document["threads"], 4) << "threads come from the first input";
   EXPECT_EQ(merged.document["merged_from"][2]["threads"], 2);
+}
+
+// Makes `record` ok, timed by `samples`, with the noise verdict `noisy` (or "ok").
+void timed(Json& record, const std::vector<double>& samples, const std::string& noisy = "") {
+  record["status"] = "ok";
+  record["reason"] = "";
+  record["timing"] = Json{{"clock", "host"}, {"cache", "hot"}, {"cache_flush_bytes", 0}, {"warmup_iterations", 1},
+                          {"warmup_seconds", 0.001}, {"samples_seconds", samples}, {"converged", noisy.empty()},
+                          {"stop_reason", noisy.empty() ? "converged" : "max_seconds"}, {"wall_seconds", 0.1},
+                          {"throttled", nullptr}, {"statistics", statistics_json(summarize(samples))},
+                          {"tflops", 0.1}, {"compulsory_bandwidth_gb_per_s", 1.0}};
+  record["timing"]["noise"] = {{"verdict", noisy.empty() ? "ok" : noisy}, {"noisy", !noisy.empty()},
+                               {"judged", true}, {"resolution_seconds", nullptr}, {"findings", Json::array()}};
+}
+
+TEST(MergeRounds, EachCellsRoundsJoinIntoOneRecordThatKeepsThem) {
+  std::vector<MergeInput> rounds = {{"round-1.json", results_file({0, 1, 2, 3, 4}, nullptr, "2026-01-01T10:00:00Z")},
+                                    {"round-2.json", results_file({0, 1, 2, 3, 4}, nullptr, "2026-01-01T10:01:00Z")},
+                                    {"round-3.json", results_file({0, 1, 2, 3, 4}, nullptr, "2026-01-01T10:02:00Z")}};
+  for (MergeInput& round : rounds) {
+    round.document["load_average"] = {{"run_start", {1.0, 1.0, 1.0}}, {"run_end", {1.5, 1.0, 1.0}}};
+  }
+  rounds[1].document["load_average"]["run_end"] = {6.5, 2.0, 1.0};
+  timed(rounds[0].document["records"][0], {1e-3, 1.1e-3, 1.2e-3});
+  timed(rounds[1].document["records"][0], {2e-3, 2.1e-3}, "noisy: quantised at ~4.000 ms");
+  timed(rounds[2].document["records"][0], {1e-3, 1.05e-3});
+  timed(rounds[0].document["records"][1], {1e-3, 1e-3});
+  rounds[1].document["records"][1]["status"] = "failed";  // a round that failed keeps its record
+  rounds[1].document["records"][1]["reason"] = "accuracy: made by the test";
+  EXPECT_NE(input_error(rounds), "") << "without --rounds a cell twice is refused";
+
+  MergeOptions options;
+  options.rounds = true;
+  const MergeOutcome merged = merge_results(rounds, options, {"attnbench", "merge", "--rounds"});
+  EXPECT_TRUE(merged.incomplete.empty());
+  const Json& records = merged.document["records"];
+  ASSERT_EQ(records.size(), 2u * kCases);
+  const Json& joined = records[0]["timing"];
+  EXPECT_EQ(joined["samples_seconds"], Json({1e-3, 1.1e-3, 1.2e-3, 2e-3, 2.1e-3, 1e-3, 1.05e-3}));
+  EXPECT_EQ(joined["statistics"]["count"], 7);
+  ASSERT_EQ(joined["rounds"].size(), 3u);
+  Json second = joined["rounds"][1];
+  EXPECT_NEAR(second["p50"].get<double>(), 2.05e-3, 1e-12);
+  second.erase("p50");
+  EXPECT_EQ(second, Json({{"round", 2}, {"source", "round-2.json"}, {"samples", 2}, {"noisy", true},
+                          {"noise", "noisy: quantised at ~4.000 ms"}}));
+  // One noisy round of three: named, but the record is not noisy.
+  EXPECT_FALSE(joined["noise"]["noisy"].get<bool>());
+  EXPECT_NE(joined["noise"]["verdict"].get<std::string>().find("round 2 noisy: quantised"), std::string::npos)
+      << joined["noise"]["verdict"];
+  EXPECT_EQ(records[1]["status"], "failed");
+  EXPECT_EQ(merged.document["load_average"]["run_end"][0], 6.5) << "the highest load of the rounds";
+  EXPECT_EQ(merged.document["merged_from"][1]["load_average"]["run_end"][0], 6.5);
+  static const JsonSchema schema(results_schema());
+  std::string errors;
+  for (const SchemaError& error : schema.validate(merged.document)) errors += format_error(error) + "\n";
+  EXPECT_TRUE(errors.empty()) << errors;
 }
 
 }  // namespace

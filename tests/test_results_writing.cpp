@@ -8,17 +8,21 @@
 // timing statistics that contradict their samples).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "harness/errors.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
+#include "harness/results/npy.hpp"
 #include "harness/results/run_identity.hpp"
 
 namespace attnbench {
@@ -113,6 +117,44 @@ TEST_F(ResultsWriting, AKeptLockSurvivesAnExecOfItsProcess) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   EXPECT_EQ(lock_from_another_process(target), "") << "released when the process ended";
+}
+
+// A symbolic link planted where the tool writes is refused, and its target is
+// never written: the lock, the temporary file the results and journal go
+// through, and a --dump array.
+TEST_F(ResultsWriting, ASymbolicLinkWhereAFileIsWrittenIsRefusedAndItsTargetUntouched) {
+  const std::string victim = path("victim.txt");
+  const auto victim_text = [&] {
+    std::ifstream in(victim);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::ofstream(victim) << "precious";
+  const std::string target = path("out.json");
+
+  fs::create_symlink(victim, lock_file_path(target));
+  try {
+    const FileLock lock(target, "-o " + target);
+    ADD_FAILURE() << "the planted lock was followed";
+  } catch (const InputError& error) {
+    EXPECT_NE(error.diagnostics().front().message.find("is a symbolic link"), std::string::npos)
+        << error.diagnostics().front().message;
+  }
+  EXPECT_EQ(victim_text(), "precious");
+  fs::remove(lock_file_path(target));
+
+  {
+    const FileLock lock(target, "-o " + target);
+    fs::create_symlink(victim, temporary_path(target));
+    EXPECT_THROW(write_file_atomically(lock, nlohmann::ordered_json{{"a", 1}}), FileWriteError);
+  }
+  EXPECT_EQ(victim_text(), "precious");
+  EXPECT_FALSE(fs::exists(target));
+
+  const std::string array = path("case0.cpu.flash.O.npy");
+  fs::create_symlink(victim, array);
+  const float values[2] = {1.0f, 2.0f};
+  EXPECT_THROW(write_npy(array, values, ElementType::f32, {2}), std::runtime_error);
+  EXPECT_EQ(victim_text(), "precious");
 }
 
 TEST_F(ResultsWriting, TemporariesOfProcessesThatNoLongerRunAreRemoved) {
@@ -234,21 +276,28 @@ TEST_F(ResultsWriting, ADamagedJournalLineIsBadInputNamingTheLine) {
 }
 
 TEST_F(ResultsWriting, AFullDiskIsAWriteErrorNamingTheFile) {
-  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  // A file size limit of 0 fails every write (EFBIG) as a full disk does
+  // (ENOSPC); SIGXFSZ ignored, the write returns the error.
   const std::string results = path("full.json");
   const FileLock lock(results, "-o " + results);
-  fs::create_symlink("/dev/full", temporary_path(results));
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit nothing = saved;
+  nothing.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &nothing), 0);
   try {
     JournalWriter writer(lock, kHeader);
-    FAIL() << "expected FileWriteError";
+    ADD_FAILURE() << "expected FileWriteError";
   } catch (const FileWriteError& error) {
     EXPECT_EQ(error.path(), journal_path(results));
-    EXPECT_EQ(std::string(error.what()), "cannot write " + journal_path(results) + ": No space left on device");
+    EXPECT_EQ(std::string(error.what()), "cannot write " + journal_path(results) + ": " + std::strerror(EFBIG));
   }
-  fs::create_symlink("/dev/full", temporary_path(results));
   EXPECT_THROW(write_file_atomically(results, "{}"), FileWriteError);
-  fs::create_symlink("/dev/full", temporary_path(results));
   EXPECT_THROW(write_file_atomically(lock, "{}"), FileWriteError);
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, previous_handler);
+  EXPECT_FALSE(fs::exists(results));
 }
 
 TEST_F(ResultsWriting, ALockFileMadeByAnotherWriterIsNeverRemoved) {

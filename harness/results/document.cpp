@@ -123,9 +123,14 @@ bool sync_directory(int directory) { return fsync(directory) == 0 || errno == EI
 
 int replace_file_in(int directory, const std::string& name, const std::string& temporary_name,
                     const std::function<bool(int)>& write, const std::string& shown_path, bool keep_open) {
-  const int flags = O_CREAT | O_TRUNC | O_CLOEXEC | (keep_open ? O_RDWR | O_APPEND : O_WRONLY);
+  // O_NOFOLLOW: a symbolic link planted at the temporary name is refused, its target untouched.
+  const int flags = O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | (keep_open ? O_RDWR | O_APPEND : O_WRONLY);
   const int descriptor = openat(directory, temporary_name.c_str(), flags, 0644);
-  if (descriptor < 0) throw FileWriteError(shown_path, std::strerror(errno));
+  if (descriptor < 0) {
+    throw FileWriteError(shown_path, errno == ELOOP ? "the temporary file " + temporary_name +
+                                                          " is a symbolic link, which attnbench does not follow"
+                                                    : std::string(std::strerror(errno)));
+  }
   // Written and flushed to the disk before the rename, so the file that appears
   // under `name` is always whole; the directory is synced after it, so the
   // rename itself survives a power loss.

@@ -50,10 +50,16 @@ FileLock::FileLock(const std::string& target, const std::string& role)
   const std::string name = last_component(path_);
   constexpr int kAttempts = 20;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    const int descriptor = openat(directory_, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a symbolic link planted at the lock's name: its target is not touched.
+    const int descriptor = openat(directory_, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (descriptor < 0) {
       const int error = errno;
       close(directory_);
+      if (error == ELOOP) {
+        throw InputError(role + ": the lock file " + path_ +
+                         " is a symbolic link; attnbench does not follow links where it writes: remove it, or "
+                         "write to another file");
+      }
       throw InputError(role + ": cannot make the lock file " + path_ + " (" + std::strerror(error) + ")");
     }
     struct flock request {};

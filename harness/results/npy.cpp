@@ -1,9 +1,14 @@
 #include "harness/results/npy.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
+#include <string_view>
+
+#include "harness/results/document.hpp"
 
 namespace attnbench {
 
@@ -37,16 +42,24 @@ void write_npy(const std::string& path, const void* data, ElementType type,
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, sizeof magic);
+  // Not through a symbolic link planted at `path`: its target is never written.
+  const int descriptor = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (descriptor < 0) {
+    const int error = errno;
+    throw std::runtime_error("cannot write " + path + ": " +
+                             (error == ELOOP ? std::string("it is a symbolic link, which attnbench does not follow")
+                                             : std::strerror(error)));
+  }
   const auto length = static_cast<std::uint16_t>(header.size());
-  const char length_bytes[] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
-  out.write(length_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(elements * element_size(type)));
-  if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  std::string preamble = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(length & 0xff),
+                          static_cast<char>(length >> 8)};
+  preamble += header;
+  const bool written =
+      write_all(descriptor, preamble) &&
+      write_all(descriptor, std::string_view(static_cast<const char*>(data), elements * element_size(type)));
+  const int error = errno;
+  close(descriptor);
+  if (!written) throw std::runtime_error("cannot write " + path + ": " + std::strerror(error));
 }
 
 }  // namespace attnbench

@@ -75,6 +75,15 @@ std::string format_flops_rate(double flops_per_second) {
   return four_digits(flops_per_second) + " FLOP/s";
 }
 
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string joined;
+  for (const std::string& part : parts) {
+    if (!joined.empty()) joined += separator;
+    joined += part;
+  }
+  return joined;
+}
+
 std::string count_of(std::size_t count, const std::string& singular, const std::string& plural) {
   return std::to_string(count) + " " + (count == 1 ? singular : plural.empty() ? singular + "s" : plural);
 }

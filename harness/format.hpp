@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnbench {
@@ -26,6 +27,9 @@ struct ByteUnit {
 };
 // The largest unit in which `largest_bytes` is at least 1 (B for less than a KiB).
 ByteUnit byte_unit_for(double largest_bytes);
+
+// The parts with `separator` between them: join({"a", "b"}, ", ") is "a, b".
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
 // "1 case", "3 cases"; `plural` defaults to the singular with an "s".
 std::string count_of(std::size_t count, const std::string& singular, const std::string& plural = "");

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -209,6 +210,16 @@ const MachineFinding* finding(const std::vector<MachineFinding>& findings, const
   return nullptr;
 }
 
+// Each of `checks` is among `findings`, a warning with a fix.
+void expect_warnings_with_fixes(const std::vector<MachineFinding>& findings, std::initializer_list<const char*> checks) {
+  for (const char* check : checks) {
+    const MachineFinding* f = finding(findings, check);
+    ASSERT_NE(f, nullptr) << check;
+    EXPECT_EQ(f->level, "warn") << check;
+    EXPECT_FALSE(f->fix.empty()) << check;
+  }
+}
+
 HostState quiet_host() {
   HostState state;
   state.available_cpus = 2;
@@ -236,12 +247,8 @@ TEST(MachineCheck, EachUnfitStateIsAWarningWithAFix) {
   state.busy_sibling_fractions = {0.9};
   state.memory_available_fraction = 0.05;
   const std::vector<MachineFinding> findings = check_host(state);
-  for (const char* check : {"load", "steal", "governor", "smt", "threads", "memory"}) {
-    const MachineFinding* f = finding(findings, check);
-    ASSERT_NE(f, nullptr) << check;
-    EXPECT_EQ(f->level, "warn") << check;
-    EXPECT_FALSE(f->fix.empty()) << check;
-  }
+  expect_warnings_with_fixes(findings, {"load", "steal", "governor", "smt", "threads", "memory"});
+  if (HasFatalFailure()) return;
   EXPECT_NE(finding(findings, "load")->message.find("6.2 on 2 available CPUs"), std::string::npos);
   EXPECT_NE(finding(findings, "threads")->fix.find("--threads 1"), std::string::npos);
   const std::vector<std::string> lines = findings_lines(findings_json(findings), true);
@@ -275,12 +282,8 @@ TEST(MachineCheck, AGpuSharedCappedOrThrottledIsAWarningWithAFix) {
   unfit.power_limit_watts = 500;
   unfit.throttle_reasons = {"sw_thermal_slowdown"};
   const std::vector<MachineFinding> findings = check_gpu(unfit);
-  for (const char* check : {"gpu_processes", "gpu_persistence", "gpu_power_limit", "gpu_throttle"}) {
-    const MachineFinding* f = finding(findings, check);
-    ASSERT_NE(f, nullptr) << check;
-    EXPECT_EQ(f->level, "warn") << check;
-    EXPECT_FALSE(f->fix.empty()) << check;
-  }
+  expect_warnings_with_fixes(findings, {"gpu_processes", "gpu_persistence", "gpu_power_limit", "gpu_throttle"});
+  if (HasFatalFailure()) return;
   EXPECT_NE(finding(findings, "gpu_power_limit")->fix.find("nvidia-smi -pl 700"), std::string::npos);
   EXPECT_NE(finding(findings, "gpu_throttle")->message.find("sw_thermal_slowdown"), std::string::npos);
 }

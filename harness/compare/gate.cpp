@@ -332,11 +332,6 @@ std::vector<RoundOfRecord> rounds_of(const Json& record) {
   return rounds;
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return percentile_sorted(values, 0.5);
-}
-
 // The samples of a cell's rounds that are clean on both sides, paired by round
 // number (a record of one run is round 1 of 1 and pairs with any other such).
 // Fills `samples` and returns "" when enough rounds are clean, or why the
@@ -701,10 +696,8 @@ std::string CompareInput::machine_text() const {
                     (available_cpus > 0 ? " on " + count_of(static_cast<std::size_t>(available_cpus), "CPU") : ""));
   }
   if (noisy_records > 0) parts.push_back(count_of(noisy_records, "noisy record"));
-  for (const std::string& warning : machine_warnings) parts.push_back(warning);
-  std::string text;
-  for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
-  return text;
+  parts.insert(parts.end(), machine_warnings.begin(), machine_warnings.end());
+  return join(parts, "; ");
 }
 
 std::string DeviceDifference::format() const {

@@ -68,12 +68,6 @@ double common_step(const std::vector<double>& centres) {
   return 0;
 }
 
-std::string join(const std::vector<std::string>& parts, const std::string& separator) {
-  std::string text;
-  for (const std::string& part : parts) text += (text.empty() ? "" : separator) + part;
-  return text;
-}
-
 void assess_distribution(const std::vector<double>& samples, NoiseAssessment& noise) {
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());

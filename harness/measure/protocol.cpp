@@ -76,15 +76,11 @@ Measurement measure(const MeasureSettings& settings, SampleTimer& timer,
   // window before: steady, whatever single calls a neighbour interrupts.
   const auto warmup_start = std::chrono::steady_clock::now();
   std::vector<double> recent;  // the timings of the last two windows
-  const auto window_median = [](std::vector<double> window) {
-    std::sort(window.begin(), window.end());
-    return percentile_sorted(window, 0.5);
-  };
   const auto window_agrees = [&] {
     const auto w = static_cast<std::size_t>(settings.warmup_window);
     if (recent.size() < 2 * w) return false;
-    const double earlier = window_median({recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(w)});
-    const double later = window_median({recent.begin() + static_cast<std::ptrdiff_t>(w), recent.end()});
+    const double earlier = median_of({recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(w)});
+    const double later = median_of({recent.begin() + static_cast<std::ptrdiff_t>(w), recent.end()});
     return std::abs(later / earlier - 1.0) <= kStableWarmupSpread;
   };
   result.warmup_stop = settings.warmup_window > 0 ? "stable" : "off";

@@ -63,6 +63,11 @@ MedianRanks median_confidence_ranks(std::size_t n, double confidence) {
   return MedianRanks{best, n + 1 - best};
 }
 
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return percentile_sorted(values, 0.5);
+}
+
 SampleStatistics summarize(std::vector<double> samples, double confidence) {
   SampleStatistics stats;
   stats.confidence = confidence;

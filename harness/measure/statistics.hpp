@@ -41,6 +41,9 @@ MedianRanks median_confidence_ranks(std::size_t n, double confidence);
 
 SampleStatistics summarize(std::vector<double> samples, double confidence = 0.95);
 
+// The median of `values` (percentile_sorted at 0.5); `values` must be non-empty.
+double median_of(std::vector<double> values);
+
 // timing.statistics of a results record (docs/results.md).
 nlohmann::ordered_json statistics_json(const SampleStatistics& s);
 

@@ -351,12 +351,6 @@ struct Grouping {
   std::string common_text, title_text;
 };
 
-std::string join(const std::vector<std::string>& parts, const std::string& separator) {
-  std::string out;
-  for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
-  return out;
-}
-
 // Whether a field's label is what a scenario gets when it does not set it:
 // such fields are left out of titles (a note lists them all).
 bool is_default_label(const std::string& field, const std::string& label) {

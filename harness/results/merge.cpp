@@ -445,12 +445,12 @@ Json join_rounds(const std::vector<std::pair<int, const Json*>>& rounds, const s
     const Json& round_timing = (*record)["timing"];
     const auto round_samples = round_timing["samples_seconds"].get<std::vector<double>>();
     samples.insert(samples.end(), round_samples.begin(), round_samples.end());
-    const NoiseAssessment noise = assess_noise(round_samples);
-    const std::string verdict =
-        round_timing.contains("noise") ? round_timing["noise"]["verdict"].get<std::string>() : noise.verdict();
-    const bool noisy = round_timing.contains("noise") ? round_timing["noise"]["noisy"].get<bool>() : noise.noisy();
+    // The round's own verdict (its host activity included); judged here for a file from before verdicts.
+    const Json noise = round_timing.contains("noise") ? round_timing["noise"] : assess_noise(round_samples).to_json();
+    const std::string verdict = noise["verdict"];
+    const bool noisy = noise["noisy"];
     if (noisy) noisy_rounds.push_back("round " + std::to_string(round) + " " + verdict);
-    resolution = std::max(resolution, noise.resolution_seconds);
+    if (noise["resolution_seconds"].is_number()) resolution = std::max(resolution, noise["resolution_seconds"].get<double>());
     round_entries.push_back({{"round", round},
                              {"source", sources[static_cast<std::size_t>(round - 1)]},
                              {"samples", round_samples.size()},

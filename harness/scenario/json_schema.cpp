@@ -18,6 +18,7 @@
 #include <string_view>
 #include <utility>
 
+#include "harness/format.hpp"
 #include "harness/message_text.hpp"
 
 namespace attnbench {
@@ -34,15 +35,6 @@ constexpr std::size_t kDescriptionWidth = 80;  // longest rendering of a schema'
 // A value in JSON form, shortened: "fp8" (with the quotes), 128, {"a":1}.
 std::string render(const Json& value) {
   return shorten(value.dump(-1, ' ', false, Json::error_handler_t::replace), kValueWidth);
-}
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string joined;
-  for (const std::string& part : parts) {
-    if (!joined.empty()) joined += separator;
-    joined += part;
-  }
-  return joined;
 }
 
 // "a", "a or b", "a, b or c".

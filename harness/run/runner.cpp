@@ -576,11 +576,12 @@ class ScenarioRunner {
     const Json outside_arena = implementation.memory_outside_arena();
     if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
     for (const std::string& warning : throttling.warnings) record["warnings"].push_back(warning);
-    if (noise.noisy()) record["warnings"].push_back(noise.verdict());
     if (!measurement.stopped_samples.empty()) {
       record["timing"]["stopped_samples"] = measurement.stopped_samples;
       record["warnings"].push_back(stopped_samples_warning(measurement));
     }
+    // After the stop's warning: a stop is the noise's likelier cause.
+    if (noise.noisy()) record["warnings"].push_back(noise.verdict());
     estimator_.record(name, flops.total, median);
 
     progress.set_phase("profiling");

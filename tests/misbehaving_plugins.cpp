@@ -14,11 +14,22 @@
 //   no_register         exports the version function only (with TEST_PLUGIN_WITHOUT_REGISTER)
 //   register_fails      attnbench_plugin_register reports an error
 //   registers_nothing   attnbench_plugin_register adds nothing
+//   releases            cpu.test_release_a and _b with release_user_data hooks, and
+//                       cpu.test_abi_1_0, registered as a plug-in built against
+//                       ABI 1.0 (struct_size without release_user_data, whose
+//                       slot holds a hook attnbench must not read); each hook
+//                       and the registration write a line to the file named by
+//                       ATTNBENCH_TEST_RELEASE_LOG
+//   release_refused     cpu.test_release_refused with a hook, then a bad name: the
+//                       registration is refused
 #include <attnbench/plugin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #ifndef TEST_PLUGIN_VARIANT
 #error "define TEST_PLUGIN_VARIANT"
@@ -26,7 +37,18 @@
 
 namespace {
 
-enum Variant { misbehaving, builtin_clash, bad_name, duplicate, other_abi, no_register, register_fails, registers_nothing };
+enum Variant {
+  misbehaving,
+  builtin_clash,
+  bad_name,
+  duplicate,
+  other_abi,
+  no_register,
+  register_fails,
+  registers_nothing,
+  releases,
+  release_refused
+};
 constexpr Variant kVariant = TEST_PLUGIN_VARIANT;
 
 }  // namespace
@@ -72,6 +94,32 @@ attnbench_implementation implementation(const char* name, std::int32_t device, a
   return result;
 }
 
+// Appends `line` to the file ATTNBENCH_TEST_RELEASE_LOG names, if it is set.
+void log_line(const std::string& line) {
+  const char* path = std::getenv("ATTNBENCH_TEST_RELEASE_LOG");
+  if (!path) return;
+  if (std::FILE* file = std::fopen(path, "a")) {
+    std::fprintf(file, "%s\n", line.c_str());
+    std::fclose(file);
+  }
+}
+
+// user_data: the implementation's name on the heap, freed by its hook.
+void release_name(void* user_data) {
+  auto* name = static_cast<std::string*>(user_data);
+  log_line("released " + *name);
+  delete name;
+}
+
+void release_read_past_struct_size(void*) { log_line("read past struct_size"); }
+
+attnbench_implementation released(const char* name) {
+  attnbench_implementation result = implementation(name, ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+  result.user_data = new std::string(name);
+  result.release_user_data = release_name;
+  return result;
+}
+
 }  // namespace
 
 ATTNBENCH_PLUGIN_EXPORT std::int32_t attnbench_plugin_register(attnbench_registrar* registrar,
@@ -103,6 +151,25 @@ ATTNBENCH_PLUGIN_EXPORT std::int32_t attnbench_plugin_register(attnbench_registr
           implementation("cpu.test_twice", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
       registrar->add(registrar, &one);
       return registrar->add(registrar, &one);
+    }
+    case releases: {
+      log_line("minor " + std::to_string(attnbench_registrar_minor_version(registrar)));
+      attnbench_implementation abi_1_0 =
+          implementation("cpu.test_abi_1_0", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+      abi_1_0.struct_size = offsetof(attnbench_implementation, release_user_data);
+      abi_1_0.release_user_data = release_read_past_struct_size;
+      const attnbench_implementation all[] = {released("cpu.test_release_a"), released("cpu.test_release_b"), abi_1_0};
+      for (const attnbench_implementation& one : all) {
+        if (registrar->add(registrar, &one) != ATTNBENCH_STATUS_OK) return ATTNBENCH_STATUS_ERROR;
+      }
+      return ATTNBENCH_STATUS_OK;
+    }
+    case release_refused: {
+      const attnbench_implementation good = released("cpu.test_release_refused");
+      registrar->add(registrar, &good);
+      const attnbench_implementation bad =
+          implementation("cpu.Bad Name", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails);
+      return registrar->add(registrar, &bad);
     }
     case register_fails:
       return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "no license for this machine");

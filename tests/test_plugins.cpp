@@ -188,6 +188,35 @@ TEST(PluginLoader, RefusesBadPluginsNamingTheFile) {
   EXPECT_EQ(ImplementationRegistry::instance().find("cpu.test_twice"), nullptr);  // nothing of a refused plug-in
 }
 
+// The lines the test plug-ins wrote to `log` (tests/misbehaving_plugins.cpp).
+std::vector<std::string> log_lines(const std::filesystem::path& log) {
+  std::ifstream file(log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(PluginRelease, EachHookRunsOnceAtTheEndAndAPluginBuiltAgainst1_0IsReadNoFurtherThanItsSize) {
+  const std::filesystem::path log = temporary("attnbench_release.log");
+  std::filesystem::remove(log);
+  ASSERT_EQ(setenv("ATTNBENCH_TEST_RELEASE_LOG", log.c_str(), 1), 0);
+  const LoadedPlugin& loaded = load_plugin(test_plugin("releases"));
+  EXPECT_EQ(loaded.implementations,
+            (std::vector<std::string>{"cpu.test_release_a", "cpu.test_release_b", "cpu.test_abi_1_0"}));
+  EXPECT_EQ(log_lines(log), std::vector<std::string>{"minor " + std::to_string(ATTNBENCH_PLUGIN_ABI_MINOR_VERSION)});
+  release_plugins();
+  const std::vector<std::string> released{"minor 1", "released cpu.test_release_a", "released cpu.test_release_b"};
+  EXPECT_EQ(log_lines(log), released);
+  release_plugins();  // once only
+  EXPECT_EQ(log_lines(log), released);
+  // A refused registration releases at once what it had added.
+  EXPECT_NE(load_error(test_plugin("release_refused")).find("\"cpu.Bad Name\""), std::string::npos);
+  EXPECT_EQ(log_lines(log).back(), "released cpu.test_release_refused");
+  EXPECT_EQ(ImplementationRegistry::instance().find("cpu.test_release_refused"), nullptr);
+  unsetenv("ATTNBENCH_TEST_RELEASE_LOG");
+  std::filesystem::remove(log);
+}
+
 class MisbehavingPlugin : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { load_plugin(test_plugin("misbehaving")); }

@@ -244,6 +244,18 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                     self.assertIn(message, run.stderr)
                     self.assertFalse(output.exists())
 
+    def test_a_plugins_user_data_is_released_once_when_the_command_ends(self):
+        plugin = ARGS.test_plugins / "libtest_plugin_releases.so"
+        log = self.directory / "release.log"
+        output = self.directory / "results.json"
+        for command in (["list", self.scenario], ["run", self.scenario, "-o", output, "--impl", "cpu.test_release_a"]):
+            with self.subTest(command=command[0]):
+                log.unlink(missing_ok=True)
+                run = self.attnbench(*command, "--plugin", plugin, env={"ATTNBENCH_TEST_RELEASE_LOG": str(log)})
+                self.assertEqual(run.returncode, 0 if command[0] == "list" else 1, run.stdout + run.stderr)
+                self.assertEqual(log.read_text().splitlines(),
+                                 ["minor 1", "released cpu.test_release_a", "released cpu.test_release_b"])
+
     def test_a_callback_error_fails_its_record_and_the_sweep_goes_on(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         output = self.directory / "results.json"

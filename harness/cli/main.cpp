@@ -17,6 +17,7 @@
 #include "harness/errors.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
+#include "harness/plugin/loader.hpp"
 #include "harness/version.hpp"
 
 namespace {
@@ -93,6 +94,7 @@ std::vector<std::string> explain_parse_error(const CLI::App& app, int argc, char
 int main(int argc, char** argv) {
   using namespace attnbench;
   keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
+  const ReleasePluginsOnExit release_plugins_at_the_end;
   try {
     CLI::App app{"attnbench: benchmarking and profiling harness for exact attention"};
     app.require_subcommand(1);

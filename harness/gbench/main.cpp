@@ -200,6 +200,7 @@ int run(int argc, char** argv) {
 // the reporter's (JSON with --benchmark_format=json).
 int main(int argc, char** argv) {
   attnbench::keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
+  const attnbench::ReleasePluginsOnExit release_plugins_at_the_end;
   try {
     return run(argc, argv);
   } catch (const InputError& error) {

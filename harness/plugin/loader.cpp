@@ -3,11 +3,13 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <utility>
 
 #include "attnbench/plugin.h"
 #include "harness/errors.hpp"
@@ -46,6 +48,18 @@ bool has_elf_header(const std::string& path) {
   return file.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
 }
 
+// The sizes of an attnbench_implementation a plug-in built against each minor
+// revision gives: the harness reads no field past the given size.
+constexpr std::size_t kImplementationSize_1_0 = offsetof(attnbench_implementation, release_user_data);
+constexpr std::size_t kImplementationSize_1_1 = sizeof(attnbench_implementation);
+
+// Calls each accepted implementation's release_user_data once.
+void release_user_data(std::vector<PluginDescriptor>& descriptors) {
+  for (PluginDescriptor& descriptor : descriptors) {
+    if (descriptor.release_user_data) std::exchange(descriptor.release_user_data, nullptr)(descriptor.user_data);
+  }
+}
+
 // What one registration collects: the descriptors `add` accepted, and every
 // problem with what it refused.
 struct Registration {
@@ -61,9 +75,9 @@ struct Registration {
       refuse("", "add() was given a null attnbench_implementation");
       return false;
     }
-    if (given->struct_size < sizeof(attnbench_implementation)) {
+    if (given->struct_size < kImplementationSize_1_0) {
       refuse("", "an attnbench_implementation has struct_size " + std::to_string(given->struct_size) +
-                     "; this ABI's is " + std::to_string(sizeof(attnbench_implementation)) +
+                     "; this ABI's is at least " + std::to_string(kImplementationSize_1_0) +
                      " bytes (set it to sizeof(attnbench_implementation))");
       return false;
     }
@@ -113,6 +127,7 @@ struct Registration {
     descriptor.workspace_bytes = given->workspace_bytes;
     descriptor.forward = given->forward;
     descriptor.backward = given->backward;
+    if (given->struct_size >= kImplementationSize_1_1) descriptor.release_user_data = given->release_user_data;
     accepted.push_back(std::move(descriptor));
     return true;
   }
@@ -167,8 +182,8 @@ const LoadedPlugin& load_plugin(const std::string& given) {
     const char* reason = dlerror();
     throw fail(std::string("cannot be loaded as a shared library: ") + (reason ? reason : "unknown reason"));
   }
-  using VersionFunction = std::uint32_t (*)();
-  const auto version = reinterpret_cast<VersionFunction>(dlsym(library.handle, "attnbench_plugin_abi_version"));
+  const auto version =
+      reinterpret_cast<attnbench_plugin_abi_version_fn>(dlsym(library.handle, ATTNBENCH_PLUGIN_ABI_VERSION_SYMBOL));
   if (!version) {
     throw fail("exports no attnbench_plugin_abi_version(): not an attnbench plug-in (write "
                "ATTNBENCH_PLUGIN_DEFINE_ABI_VERSION once in its source)");
@@ -179,13 +194,13 @@ const LoadedPlugin& load_plugin(const std::string& given) {
                std::to_string(ATTNBENCH_PLUGIN_ABI_VERSION) +
                ": rebuild it against this attnbench's include/attnbench/plugin.h");
   }
-  using RegisterFunction = std::int32_t (*)(attnbench_registrar*, attnbench_message*);
-  const auto register_function = reinterpret_cast<RegisterFunction>(dlsym(library.handle, "attnbench_plugin_register"));
+  const auto register_function =
+      reinterpret_cast<attnbench_plugin_register_fn>(dlsym(library.handle, ATTNBENCH_PLUGIN_REGISTER_SYMBOL));
   if (!register_function) throw fail("exports no attnbench_plugin_register(attnbench_registrar*, attnbench_message*)");
 
   Registration registration{given, {}, {}};
   attnbench_registrar registrar{sizeof(attnbench_registrar), ATTNBENCH_PLUGIN_ABI_VERSION, &registration,
-                                registrar_add};
+                                registrar_add, ATTNBENCH_PLUGIN_ABI_MINOR_VERSION};
   char text[1024] = "";
   attnbench_message message{text, sizeof text};
   const std::int32_t result = register_function(&registrar, &message);
@@ -195,12 +210,16 @@ const LoadedPlugin& load_plugin(const std::string& given) {
   if (registration.problems.empty() && registration.accepted.empty()) {
     registration.refuse("", "attnbench_plugin_register() added no implementation (call registrar->add)");
   }
-  if (!registration.problems.empty()) throw InputError(registration.problems);
+  if (!registration.problems.empty()) {
+    release_user_data(registration.accepted);
+    throw InputError(registration.problems);
+  }
 
-  LoadedPlugin loaded{path, *sha256, {}, {}};
+  LoadedPlugin loaded{path, *sha256, {}, {}, {}};
   for (PluginDescriptor& descriptor : registration.accepted) {
     loaded.implementations.push_back(descriptor.name);
     loaded.versions.push_back(descriptor.version);
+    loaded.releases.push_back({descriptor.release_user_data, descriptor.user_data});
     ImplementationRegistry::instance().add(
         std::make_unique<PluginImplementation>(PluginOrigin{path, *sha256}, std::move(descriptor)));
   }
@@ -232,6 +251,14 @@ void load_plugins(const std::vector<std::string>& paths) {
 }
 
 const std::vector<LoadedPlugin>& loaded_plugins() { return plugins(); }
+
+void release_plugins() {
+  for (LoadedPlugin& plugin : plugins()) {
+    for (LoadedPlugin::Release& release : plugin.releases) {
+      if (release.function) std::exchange(release.function, nullptr)(release.user_data);
+    }
+  }
+}
 
 Json plugins_json(const std::vector<std::string>& implementations) {
   Json entries = Json::array();

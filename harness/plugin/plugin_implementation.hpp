@@ -30,6 +30,7 @@ struct PluginDescriptor {
   attnbench_workspace_fn workspace_bytes = nullptr;
   attnbench_call_fn forward = nullptr;
   attnbench_call_fn backward = nullptr;
+  attnbench_release_fn release_user_data = nullptr;  // NULL from a plug-in built against 1.0
 };
 
 class PluginImplementation final : public Implementation {

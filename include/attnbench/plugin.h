@@ -1,22 +1,24 @@
 /*
- * attnbench plug-in ABI, version 1: attention implementations in a shared
+ * attnbench plug-in ABI, version 1.1: attention implementations in a shared
  * library that attnbench loads at run time (`attnbench run --plugin PATH`,
  * docs/plugins.md).
  *
  * This header is the whole interface: plain C99, no other attnbench header, so a
  * plug-in can be built by any C, C++ or CUDA compiler against any standard
- * library. A plug-in exports two functions:
- *
- *   ATTNBENCH_PLUGIN_EXPORT uint32_t attnbench_plugin_abi_version(void);
- *       returns ATTNBENCH_PLUGIN_ABI_VERSION (write ATTNBENCH_PLUGIN_DEFINE_ABI_VERSION once);
- *   ATTNBENCH_PLUGIN_EXPORT int32_t attnbench_plugin_register(attnbench_registrar* registrar,
- *                                                             attnbench_message* message);
- *       calls registrar->add(registrar, &implementation) once per implementation.
+ * library. A plug-in exports the two functions declared at the end of this
+ * header: attnbench_plugin_abi_version() (write ATTNBENCH_PLUGIN_DEFINE_ABI_VERSION
+ * once) and attnbench_plugin_register(), which calls
+ * registrar->add(registrar, &implementation) once per implementation.
  *
  * attnbench checks the ABI version before it calls anything else, and refuses a
  * library of another version. Every struct starts with `struct_size`: a later
  * minor revision of this version only appends fields, and each side reads no
- * further than the size the other gave.
+ * further than the size the other gave. Minor revisions:
+ *   1.0  the entry points, the problem, buffers, context, implementation and registrar;
+ *   1.1  attnbench_implementation.release_user_data, attnbench_registrar.abi_minor_version.
+ * A plug-in built against 1.0 loads unchanged; a plug-in built against 1.1 that
+ * may run under a 1.0 attnbench reads attnbench_registrar_minor_version() to
+ * learn whether release_user_data will be called.
  *
  * What the harness guarantees, for every call:
  * - every buffer (inputs, outputs, the workspace) was allocated by the harness
@@ -61,6 +63,8 @@
 
 /* The version of this ABI; attnbench loads only plug-ins built against the same. */
 #define ATTNBENCH_PLUGIN_ABI_VERSION 1u
+/* The minor revision of this header: the fields it knows (see the list above). */
+#define ATTNBENCH_PLUGIN_ABI_MINOR_VERSION 1u
 
 /* Defines the version function every plug-in exports; write it once, at file scope. */
 #define ATTNBENCH_PLUGIN_DEFINE_ABI_VERSION \
@@ -232,6 +236,9 @@ typedef int32_t (*attnbench_call_fn)(void* user_data, const attnbench_problem* p
                                      const attnbench_buffers* buffers, const attnbench_context* context,
                                      attnbench_message* message);
 
+/* Frees what `user_data` holds (attnbench_implementation.release_user_data). */
+typedef void (*attnbench_release_fn)(void* user_data);
+
 typedef struct attnbench_implementation {
   uint32_t struct_size; /* sizeof(attnbench_implementation) */
   /* "<device>.<algorithm>": starts with "cpu." or "cuda." as `device` says; then
@@ -251,6 +258,12 @@ typedef struct attnbench_implementation {
   attnbench_workspace_fn workspace_bytes; /* NULL: no workspace */
   attnbench_call_fn forward;              /* required */
   attnbench_call_fn backward;             /* NULL: forward only (backward cases are skipped) */
+  /* Since 1.1. NULL, or called once with `user_data` when attnbench is done with
+   * this implementation: at the end of the command, or at once when the
+   * plug-in's registration is refused. Not called when the process dies (a
+   * signal, a crash). A plug-in that shares one user_data among implementations
+   * sets it on one of them. */
+  attnbench_release_fn release_user_data;
 } attnbench_implementation;
 
 /* What `attnbench_plugin_register` receives. `add` copies everything it needs
@@ -261,10 +274,33 @@ typedef struct attnbench_registrar {
   uint32_t abi_version; /* ATTNBENCH_PLUGIN_ABI_VERSION of the harness */
   void* harness;        /* attnbench's; do not touch */
   int32_t (*add)(struct attnbench_registrar* registrar, const attnbench_implementation* implementation);
+  uint32_t abi_minor_version; /* since 1.1: ATTNBENCH_PLUGIN_ABI_MINOR_VERSION of the harness */
 } attnbench_registrar;
+
+/* The minor revision of the attnbench that loads the plug-in: 0 for one older than 1.1. */
+static inline uint32_t attnbench_registrar_minor_version(const attnbench_registrar* registrar) {
+  return registrar->struct_size >= offsetof(attnbench_registrar, abi_minor_version) + sizeof(uint32_t)
+             ? registrar->abi_minor_version
+             : 0u;
+}
+
+/* ---- The entry points ----------------------------------------------------------- */
+
+/* Returns ATTNBENCH_PLUGIN_ABI_VERSION; ATTNBENCH_PLUGIN_DEFINE_ABI_VERSION defines it. */
+typedef uint32_t (*attnbench_plugin_abi_version_fn)(void);
+#define ATTNBENCH_PLUGIN_ABI_VERSION_SYMBOL "attnbench_plugin_abi_version"
+
+/* Calls registrar->add once per implementation; ATTNBENCH_STATUS_OK, or
+ * ATTNBENCH_STATUS_ERROR with the reason in `message` (nothing is registered). */
+typedef int32_t (*attnbench_plugin_register_fn)(attnbench_registrar* registrar, attnbench_message* message);
+#define ATTNBENCH_PLUGIN_REGISTER_SYMBOL "attnbench_plugin_register"
 
 #ifdef __cplusplus
 }
 #endif
+
+/* What a plug-in exports (the types above are their signatures). */
+ATTNBENCH_PLUGIN_EXPORT uint32_t attnbench_plugin_abi_version(void);
+ATTNBENCH_PLUGIN_EXPORT int32_t attnbench_plugin_register(attnbench_registrar* registrar, attnbench_message* message);
 
 #endif /* ATTNBENCH_PLUGIN_H */

@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/cpu_implementation.hpp"
 #include "harness/host_tensor.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
@@ -225,14 +226,12 @@ void require_index(const char* what, std::int64_t value, std::int64_t limit) {
   }
 }
 
-class CpuReference final : public Implementation {
+class CpuReference final : public CpuImplementation {
  public:
   std::string_view name() const override { return "cpu.reference"; }
-  std::string_view device() const override { return "cpu"; }
   std::string_view summary() const override {
     return "exact attention in fp64, row by row: the accuracy oracle";
   }
-  Verdict supports(const Problem&) const override { return Verdict::yes(); }
   ElementType output_type(const Problem&) const override { return ElementType::f64; }
   // It never stores S or P (one row at a time); the standard model with fp64
   // widths says what the same algorithm would move if it materialized them.

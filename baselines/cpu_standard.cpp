@@ -43,8 +43,8 @@
 #include <limits>
 #include <memory>
 
+#include "harness/cpu_implementation.hpp"
 #include "harness/host_tensor.hpp"
-#include "harness/implementation.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 #include "../kernels/cpu_tiles.hpp"
@@ -360,20 +360,12 @@ void load_forward_operands(const Problem& p, const AttentionBuffers& buffers, co
   }
 }
 
-class CpuStandard final : public Implementation {
+class CpuStandard final : public CpuBlasImplementation {
  public:
   std::string_view name() const override { return "cpu.standard"; }
-  std::string_view device() const override { return "cpu"; }
   std::string_view summary() const override {
     return "materializing fp32 attention (Algorithm 0: S and P written in full), BLAS GEMMs";
   }
-  Verdict availability() const override {
-    const std::string problem = blas::threading_problem();
-    return problem.empty() ? Verdict::yes() : Verdict::no(problem);
-  }
-  Verdict supports(const Problem&) const override { return Verdict::yes(); }
-  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
-  ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // S, P (and dP, dS) are fp32 arrays of the full padded grid.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
     return standard_traffic(p, StandardWidths{static_cast<int>(element_size(element_type(p.dtype))), 4, 4, 4});

@@ -40,8 +40,8 @@
 #include <limits>
 #include <memory>
 
+#include "harness/cpu_implementation.hpp"
 #include "harness/host_tensor.hpp"
-#include "harness/implementation.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
 #include "common/online_softmax.hpp"
@@ -422,20 +422,12 @@ void backward_kv_head(const HeadContext& c, const AttentionBuffers& buffers, std
   }
 }
 
-class CpuFlash final : public Implementation {
+class CpuFlash final : public CpuBlasImplementation {
  public:
   std::string_view name() const override { return "cpu.flash"; }
-  std::string_view device() const override { return "cpu"; }
   std::string_view summary() const override {
     return "fused fp32 attention: tiled online softmax (Algorithms 2 and 4), configurable blocks";
   }
-  Verdict availability() const override {
-    const std::string problem = blas::threading_problem();
-    return problem.empty() ? Verdict::yes() : Verdict::no(problem);
-  }
-  Verdict supports(const Problem&) const override { return Verdict::yes(); }
-  nlohmann::ordered_json memory_outside_arena() const override { return blas::buffers_outside_arena(); }
-  ElementType output_type(const Problem&) const override { return ElementType::f32; }
   // Its loop order is the paper's Algorithm 1 (key tiles outer), with O, l, m
   // and dQ carried in its fp32 arrays between tiles.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {

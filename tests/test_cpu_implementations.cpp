@@ -15,6 +15,7 @@
 
 #include "attention_test_support.hpp"
 #include "harness/blas.hpp"
+#include "harness/cpu_implementation.hpp"
 
 namespace attnbench::test {
 namespace {
@@ -368,6 +369,12 @@ TEST(CpuImplementationsRegistry, DeclareTheirRoles) {
   p.tile = TileHint{32, 8};
   EXPECT_EQ(flash.configuration(p, context),
             (nlohmann::ordered_json{{"block_q", 32}, {"block_k", 8}, {"threads", 3}}));
+
+  // Each shares the CPU base; the two whose products go through the BLAS share its availability rule.
+  EXPECT_NE(dynamic_cast<CpuImplementation*>(&reference), nullptr);
+  EXPECT_EQ(dynamic_cast<CpuBlasImplementation*>(&reference), nullptr);
+  EXPECT_NE(dynamic_cast<CpuBlasImplementation*>(&standard), nullptr);
+  EXPECT_NE(dynamic_cast<CpuBlasImplementation*>(&flash), nullptr);
 }
 
 // The workspace of the materializing implementation holds P of every head; the

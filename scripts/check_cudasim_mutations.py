@@ -124,6 +124,18 @@ DEFAULT_TARGET = "test_cudasim_matrix"  # the whole matrix: a filter must find i
 
 def target_of(mutation):
     return mutation[6] if len(mutation) > 6 else DEFAULT_TARGET
+# The simulator's own deadlock detector: too strict reports a legal kernel, too lax hangs on a real deadlock.
+MUTATIONS += [
+    ("deadlock_never_reported", "the simulator times out mbarrier waits for ever, however fruitless",
+     "harness/cudasim/execution.cpp",
+     "  } else if (++fruitless_time_outs_ >= kFruitlessTimeOuts) {\n    return false;\n  }\n", "  }\n",
+     "Hopper.AThreadThatPollsThenCompletesThePhaseItselfIsNoDeadlock:Hopper.TmaLoadMisusesAreReported",
+     "test_cudasim_hopper"),
+    ("deadlock_on_first_retry", "the simulator calls a deadlock at the first time-out after which nothing moved",
+     "harness/cudasim/cta.hpp", "inline constexpr int kFruitlessTimeOuts = 1000;",
+     "inline constexpr int kFruitlessTimeOuts = 1;",
+     "Hopper.AThreadThatPollsThenCompletesThePhaseItselfIsNoDeadlock", "test_cudasim_hopper"),
+]
 # Mutations the everyday suite must catch as scripts/test.sh runs it (no filter):
 # kinds a kernel engineer could write that the fixed matrix's shapes and grids
 # never show, caught by the generated shapes and the lowered grid-stride cap.
@@ -165,9 +177,15 @@ MUTATIONS += [
 ]
 
 
-def run(command, cwd, log):
+def run(command, cwd, log, timeout=None):
+    """The command's exit status, its output in `log`; a command still running after `timeout` seconds is
+    killed, and that counts as a failure (a hang: a deadlock the simulator no longer reports)."""
     with open(log, "w") as out:
-        return subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+        try:
+            return subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            out.write(f"\nFailure: still running after {timeout} s (a hang), killed\n")
+            return 124
 
 
 def tracked_files():
@@ -205,6 +223,8 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--suite", action="store_true",
                         help="run every mutation against the everyday suite, as scripts/test.sh does")
+    parser.add_argument("--test-timeout", type=float, default=600,
+                        help="seconds a mutation's tests may run before they count as hung (caught)")
     parser.add_argument("--scratch", help="build in this directory (kept) instead of a temporary one; under "
                         "ccache's base directory the build reuses its cache")
     args = parser.parse_args()
@@ -242,7 +262,8 @@ def main():
 
         def test(mutation, log):
             binary = os.path.join(build, "tests", target_of(mutation))
-            return run([binary, f"--gtest_filter={mutation[5]}", "--gtest_fail_fast"], tree, log)
+            return run([binary, f"--gtest_filter={mutation[5]}", "--gtest_fail_fast"], tree, log,
+                       timeout=args.test_timeout)
 
         if run(build_command, tree, os.path.join(scratch, "build.log")) != 0:
             print(f"the unchanged tree does not build: {scratch}/build.log", file=sys.stderr)

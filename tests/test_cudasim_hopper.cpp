@@ -134,6 +134,25 @@ TEST_F(Hopper, AnMbarrierIsRearmedOnlyAfterItsPhaseWasObserved) {
       << report;
 }
 
+// A thread may poll a phase it then completes itself; a retry alone is no
+// deadlock, a poll that nothing can ever answer is.
+TEST_F(Hopper, AThreadThatPollsThenCompletesThePhaseItselfIsNoDeadlock) {
+  using cudasim_test::SelfCompletion;
+  float* out = take<float>(2, "out");
+  for (const auto& [variant, polls] : {std::pair{SelfCompletion::parity, 2}, {SelfCompletion::state, 2},
+                                       {SelfCompletion::hinted, 2}, {SelfCompletion::older_phase, 2},
+                                       {SelfCompletion::many_polls, 500}}) {
+    out[0] = out[1] = -1.0f;
+    EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_self_completion(out, variant); }), "")
+        << static_cast<int>(variant);
+    EXPECT_EQ(out[0], static_cast<float>(polls)) << "each poll of the incomplete phase returned false";
+    EXPECT_EQ(out[1], 1.0f) << "the wait after the arrival returned true";
+  }
+  const std::string never = report_of([&] { return cudasim_test::mbarrier_self_completion(out, SelfCompletion::never); });
+  expect_finding(never, "mbarrier phase that can never complete", "mbarrier_self_completion_kernel");
+  EXPECT_NE(never.find("1 of 1 arrivals pending"), std::string::npos) << never;
+}
+
 TEST_F(Hopper, ABarrierIsArrivedAtOncePerUse) {
   float* out = take<float>(128, "out");
   EXPECT_EQ(report_of([&] { return cudasim_test::barrier_arrive(false, out); }), "");
@@ -502,7 +521,12 @@ TEST_F(Hopper, WgmmaMisusesAreReported) {
   EXPECT_NE(missing.find("warpgroup collective with missing threads"), std::string::npos) << missing;
   EXPECT_NE(missing.find("threads 96-127: finished"), std::string::npos) << missing;
   expect_finding(use(WgmmaUse::divergent_shape), "divergent warpgroup collective", kernel);
-  expect_finding(use(WgmmaUse::misaligned_swizzle), "misaligned matrix descriptor", kernel);
+  const std::string mid_pattern = use(WgmmaUse::mid_pattern_swizzle);
+  expect_finding(mid_pattern, "unsettled matrix descriptor", kernel);
+  EXPECT_NE(mid_pattern.find("line 1 of its 128-byte swizzle's repeating pattern, with base offset 1"),
+            std::string::npos)
+      << mid_pattern;
+  expect_finding(use(WgmmaUse::base_offset_at_pattern_start), "misaligned matrix descriptor", kernel);
   expect_finding(use(WgmmaUse::operand_past_the_end), "out-of-bounds shared access", kernel);
   expect_finding(use(WgmmaUse::divergent_descriptor), "divergent wgmma operands", kernel);
   expect_finding(use(WgmmaUse::chained_other_shape), "wgmma on the accumulators of another in flight", kernel);

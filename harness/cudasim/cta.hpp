@@ -94,7 +94,8 @@ class Cta {
   void finish_thread(SimThread& thread);
   void finish_cta();
   // No thread is ready: true when mbarrier waits were timed out (they return
-  // false, as try_wait does after its time limit), false when the CTA is deadlocked.
+  // false, as try_wait does after its time limit), false when the CTA is
+  // deadlocked: kFruitlessTimeOuts time-outs in a row after which nothing moved.
   bool time_out_waits();
   void diagnose_stall();
   std::string describe_wait(const SimThread& thread);
@@ -121,7 +122,17 @@ class Cta {
   bool abandoned_ = false;
   std::uint64_t progress_ = 0;
   std::uint64_t progress_at_last_time_out_ = ~std::uint64_t{0};
+  int fruitless_time_outs_ = 0;  // in a row, none followed by progress
 };
+
+// How many time-outs in a row, each followed by no progress in the CTA (no
+// arrival, no phase or barrier moving on), make a deadlock. A thread that
+// polls a barrier and then completes the phase itself is legal (PTX ISA
+// 9.7.13.15.16: try_wait may return false after a system-dependent time
+// limit), so a retry alone is no proof; a kernel that polls this many times in
+// a row, with nothing else in its CTA moving, before it does the work itself is
+// reported as deadlocked (docs/cudasim.md, "mbarrier").
+inline constexpr int kFruitlessTimeOuts = 1000;
 
 // The CTA of the calling simulated thread.
 inline Cta& current_cta() { return *current_thread->cta; }

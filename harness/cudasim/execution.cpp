@@ -265,6 +265,7 @@ void Cta::start_threads(uint3 block) {
   abandoned_ = false;
   progress_ = 0;
   progress_at_last_time_out_ = ~std::uint64_t{0};
+  fruitless_time_outs_ = 0;
   ready_.clear();
   for (WarpState& warp : warps_) warp = WarpState{};
   for (std::size_t g = 0; g < warpgroups_.size(); ++g) {
@@ -399,7 +400,11 @@ void Cta::run(uint3 block) {
 }
 
 bool Cta::time_out_waits() {
-  if (progress_ == progress_at_last_time_out_) return false;  // the last time-out changed nothing
+  if (progress_ != progress_at_last_time_out_) {
+    fruitless_time_outs_ = 0;
+  } else if (++fruitless_time_outs_ >= kFruitlessTimeOuts) {
+    return false;
+  }
   bool any = false;
   for (SimThread& t : threads_) {
     if (t.state != ThreadState::at_mbarrier) continue;

@@ -122,6 +122,35 @@ __global__ void mbarrier_rearm_kernel(float* out, bool observe) {
   out[threadIdx.x] = 1.0f;
 }
 
+__global__ void mbarrier_self_completion_kernel(float* out, SelfCompletion variant) {
+  ATTNBENCH_STATIC_SHARED(barrier_object, std::uint64_t);
+  const std::uint32_t barrier = shared_address(&barrier_object);
+  attnbench::mbarrier_init(barrier, variant == SelfCompletion::state ? 2 : 1);
+  attnbench::fence_mbarrier_init();
+  const std::uint64_t state = variant == SelfCompletion::state ? attnbench::mbarrier_arrive(barrier) : 0;
+  const auto poll = [&] {
+    switch (variant) {
+      case SelfCompletion::state:
+        return attnbench::mbarrier_try_wait(barrier, state);
+      case SelfCompletion::hinted:
+        return attnbench::mbarrier_try_wait_parity(barrier, 0, 1000);
+      default:
+        return attnbench::mbarrier_try_wait_parity(barrier, 0);
+    }
+  };
+  const int polls = variant == SelfCompletion::many_polls ? 500 : 2;
+  int refused = 0;
+  for (int i = 0; i < polls || variant == SelfCompletion::never; ++i) {
+    refused += poll() ? 0 : 1;
+    if (variant == SelfCompletion::older_phase && i == 0 && !attnbench::mbarrier_try_wait_parity(barrier, 1)) {
+      refused += 1000;  // the phase before phase 0 counts as complete
+    }
+  }
+  attnbench::mbarrier_arrive(barrier);
+  out[0] = static_cast<float>(refused);
+  out[1] = poll() ? 1.0f : 0.0f;
+}
+
 // ---- TMA -----------------------------------------------------------------------------
 
 struct BoxLoad {
@@ -280,8 +309,13 @@ __global__ void wgmma_use_kernel(float* out, WgmmaUse variant) {
   const std::uint32_t base = shared_address(smem);
   const std::uint64_t a = attnbench::make_matrix_descriptor(base, 128, 256, attnbench::MatrixSwizzle::none);
   std::uint64_t b = attnbench::make_matrix_descriptor(base + 2048, 128, 256, attnbench::MatrixSwizzle::none);
-  if (variant == WgmmaUse::misaligned_swizzle) {
-    b = attnbench::make_matrix_descriptor(base + 2048 + 128, 0, 1024, attnbench::MatrixSwizzle::bytes128);
+  constexpr std::uint64_t kBaseOffsetShift = 49;  // the descriptor's bits 51-49
+  if (variant == WgmmaUse::mid_pattern_swizzle) {
+    b = attnbench::make_matrix_descriptor(base + 2048 + 128, 0, 1024, attnbench::MatrixSwizzle::bytes128) |
+        std::uint64_t{1} << kBaseOffsetShift;
+  } else if (variant == WgmmaUse::base_offset_at_pattern_start) {
+    b = attnbench::make_matrix_descriptor(base + 2048, 0, 1024, attnbench::MatrixSwizzle::bytes128) |
+        std::uint64_t{3} << kBaseOffsetShift;
   } else if (variant == WgmmaUse::operand_past_the_end) {
     b = attnbench::make_matrix_descriptor(base + 8192 - 128, 128, 256, attnbench::MatrixSwizzle::none);
   } else if (variant == WgmmaUse::divergent_descriptor && warp == 3) {
@@ -431,6 +465,9 @@ int mbarrier_arrive_and_wait(const float* in, float* out, bool wait) {
   return run(&mbarrier_arrive_and_wait_kernel, 64, 512, in, out, wait);
 }
 int mbarrier_rearm(float* out, bool observe) { return run(&mbarrier_rearm_kernel, 32, 0, out, observe); }
+int mbarrier_self_completion(float* out, SelfCompletion variant) {
+  return run(&mbarrier_self_completion_kernel, 1, 0, out, variant);
+}
 
 int tma_load_box(const std::uint16_t* tensor, int rank, const std::uint64_t* dims, const std::uint32_t* box,
                  const std::int32_t* coordinates, int swizzle, std::uint16_t* out, TmaLoad variant) {

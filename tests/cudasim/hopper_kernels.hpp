@@ -36,6 +36,20 @@ int mbarrier_arrive_and_wait(const float* in, float* out, bool wait);
 // out[l] = 1 for every lane.
 int mbarrier_rearm(float* out, bool observe);
 
+// A thread that polls an mbarrier before it completes the phase itself: legal,
+// since a try_wait may return false after a time limit (PTX ISA 9.7.13.15.16).
+enum class SelfCompletion {
+  parity,       // try_wait.parity 0 twice, arrive, try_wait.parity 0
+  state,        // arrive (of 2), try_wait on its state twice, arrive, try_wait on the state
+  hinted,       // as parity, each try_wait with a suspend-time hint
+  older_phase,  // try_wait.parity 0, try_wait.parity 1 (the phase before), try_wait.parity 0, arrive, wait
+  many_polls,   // as parity with 500 polls before the arrival
+  never         // polls for ever, and nobody arrives: a deadlock
+};
+// One thread, one mbarrier: out[0] = the polls of the current phase that
+// returned false, out[1] = 1 once the final wait returned true.
+int mbarrier_self_completion(float* out, SelfCompletion variant);
+
 // ---- TMA ---------------------------------------------------------------------------
 
 enum class TmaLoad {
@@ -109,7 +123,8 @@ enum class WgmmaUse {
   operand_not_fenced,       // operand B written with st.shared and no fence.proxy.async
   missing_warp,             // warp 3 of the warpgroup skips the wgmma
   divergent_shape,          // warp 3 issues m64n16k16 where the others issue m64n8k16
-  misaligned_swizzle,       // a 128-byte swizzled operand starting 128 bytes into its pattern
+  mid_pattern_swizzle,      // a 128-byte swizzled operand starting 128 bytes into its pattern (base offset 1)
+  base_offset_at_pattern_start,  // a 128-byte swizzled operand at its pattern's start with base offset 3
   operand_past_the_end,     // operand B's descriptor reaches past the shared memory
   divergent_descriptor,     // warp 3 passes another descriptor for B
   chained_other_shape       // an m64n16k16 issued on the accumulators of an m64n8k16 in flight

@@ -12,6 +12,7 @@
 
 #include "cli_test_support.hpp"
 #include "harness/results/document.hpp"
+#include "harness/results/journal.hpp"
 
 namespace attnbench {
 namespace {
@@ -262,6 +263,37 @@ TEST_F(Cli, DumpWritesNumpyArraysWithAnIndex) {
                                               path("d.json").string() + " --dump " + dump.string() + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(read_json(dump / "index.json")["arrays"].size(), index["arrays"].size());
+}
+
+// A symbolic link planted where the run would write (the results file, its
+// journal, a --dump subdirectory) is refused before anything is written, and
+// what it points at is not touched.
+TEST_F(Cli, ASymbolicLinkWhereTheRunWouldWriteIsRefusedBeforeAnythingIsWritten) {
+  const fs::path tiny = write("tiny.json", kTinyScenario);
+  const fs::path victim = write("victim.txt", "precious");
+  const fs::path victim_directory = path("elsewhere");
+  fs::create_directories(victim_directory);
+  const fs::path output = path("out.json"), dump = path("arrays");
+  fs::create_directories(dump);
+  const std::string run = "run " + tiny.string() + " --impl cpu.flash -o " + output.string();
+  const auto refused = [&](const fs::path& link, const fs::path& target, const std::string& command) {
+    fs::create_symlink(target, link);
+    const CommandResult result = run_attnbench(command);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(link.string() + " is a symbolic link to " + target.string() +
+                                 "; attnbench never writes through a link"),
+              std::string::npos)
+        << result.output;
+    EXPECT_EQ(read_text(victim), "precious");
+    EXPECT_TRUE(fs::is_empty(victim_directory));
+    fs::remove(link);
+    EXPECT_FALSE(fs::exists(journal_path(output.string()))) << "nothing was written";
+    EXPECT_FALSE(fs::exists(output)) << "nothing was written";
+  };
+  refused(output, victim, run);
+  refused(fs::path(journal_path(output.string())), victim, run);
+  refused(dump / "tiny", victim_directory, run + " --dump " + dump.string());
+  EXPECT_EQ(run_attnbench(run + " --dump " + dump.string()).exit_code, 0);
 }
 
 TEST_F(Cli, ShardsSplitTheCasesDisjointlyAndCoverThemAll) {

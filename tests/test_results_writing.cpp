@@ -6,6 +6,7 @@
 // foreign line is bad input naming the line; a full disk names the file), and
 // the comparison --resume and merge share (run identities, record membership,
 // timing statistics that contradict their samples).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -153,8 +154,24 @@ TEST_F(ResultsWriting, ASymbolicLinkWhereAFileIsWrittenIsRefusedAndItsTargetUnto
   const std::string array = path("case0.cpu.flash.O.npy");
   fs::create_symlink(victim, array);
   const float values[2] = {1.0f, 2.0f};
-  EXPECT_THROW(write_npy(array, values, ElementType::f32, {2}), std::runtime_error);
+  const int directory = open(fs::path(array).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(directory, 0);
+  EXPECT_THROW(write_npy(directory, "case0.cpu.flash.O.npy", array, values, ElementType::f32, {2}),
+               std::runtime_error);
+  close(directory);
   EXPECT_EQ(victim_text(), "precious");
+
+  // The target itself a link: the lock refuses it before anything is written.
+  fs::create_symlink(victim, path("linked.json"));
+  try {
+    const FileLock lock(path("linked.json"), "-o linked.json");
+    ADD_FAILURE() << "a results file that is a link was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(error.diagnostics().front().message.find("linked.json is a symbolic link to " + victim),
+              std::string::npos)
+        << error.diagnostics().front().message;
+  }
+  EXPECT_FALSE(fs::exists(lock_file_path(path("linked.json"))));
 }
 
 TEST_F(ResultsWriting, TemporariesOfProcessesThatNoLongerRunAreRemoved) {

@@ -34,6 +34,17 @@ std::string last_component(const std::string& path) { return std::filesystem::pa
 
 }  // namespace
 
+void FileLock::refuse_symbolic_link(const std::string& name, const std::string& role) const {
+  struct stat status {};
+  if (fstatat(directory_, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(status.st_mode)) return;
+  char target[4096];
+  const ssize_t length = readlinkat(directory_, name.c_str(), target, sizeof target - 1);
+  const std::string shown = (std::filesystem::path(directory_path_) / name).string();
+  throw InputError(role + ": " + shown + " is a symbolic link" +
+                   (length > 0 ? " to " + std::string(target, static_cast<std::size_t>(length)) : std::string()) +
+                   "; attnbench never writes through a link: remove it, or name the file itself");
+}
+
 FileLock::FileLock(const std::string& target, const std::string& role)
     : target_(target), path_(lock_file_path(target)) {
   const std::filesystem::path parent = std::filesystem::path(target).parent_path();
@@ -47,6 +58,12 @@ FileLock::FileLock(const std::string& target, const std::string& role)
   }
   directory_device_ = directory_status.st_dev;
   directory_inode_ = directory_status.st_ino;
+  try {
+    refuse_symbolic_link(last_component(target_), role);
+  } catch (...) {
+    close(directory_);
+    throw;
+  }
   const std::string name = last_component(path_);
   constexpr int kAttempts = 20;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {

@@ -36,7 +36,8 @@ class FileLock {
   // Takes the lock of `target`. Throws InputError naming `role` (how the user
   // gave the file, e.g. "-o out.json"), the lock file and the holder's process
   // id when another process holds it, and InputError when the directory cannot
-  // be opened or the lock file cannot be made.
+  // be opened, the lock file cannot be made, or the target or its lock file is
+  // a symbolic link (attnbench never writes through one).
   FileLock(const std::string& target, const std::string& role);
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
@@ -61,6 +62,10 @@ class FileLock {
   const std::string& target() const { return target_; }  // TARGET as given
   std::string target_name() const;                       // TARGET's last component
   int directory() const { return directory_; }           // TARGET's directory, opened with the lock
+
+  // Throws InputError naming `role` when `name` in the target's directory is a
+  // symbolic link (a file attnbench would write there, e.g. the journal).
+  void refuse_symbolic_link(const std::string& name, const std::string& role) const;
 
  private:
   bool holds_lock_file() const;  // the name TARGET.lock still names the locked file

@@ -26,8 +26,8 @@ std::string npy_descr(ElementType type) {
   throw std::logic_error("unknown element type");
 }
 
-void write_npy(const std::string& path, const void* data, ElementType type,
-               const std::vector<std::int64_t>& shape) {
+void write_npy(int directory, const std::string& name, const std::string& shown_path, const void* data,
+               ElementType type, const std::vector<std::int64_t>& shape) {
   std::string shape_text = "(";
   std::size_t elements = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -43,10 +43,10 @@ void write_npy(const std::string& path, const void* data, ElementType type,
   header += '\n';
 
   // Not through a symbolic link planted at `path`: its target is never written.
-  const int descriptor = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int descriptor = openat(directory, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (descriptor < 0) {
     const int error = errno;
-    throw std::runtime_error("cannot write " + path + ": " +
+    throw std::runtime_error("cannot write " + shown_path + ": " +
                              (error == ELOOP ? std::string("it is a symbolic link, which attnbench does not follow")
                                              : std::strerror(error)));
   }
@@ -59,7 +59,7 @@ void write_npy(const std::string& path, const void* data, ElementType type,
       write_all(descriptor, std::string_view(static_cast<const char*>(data), elements * element_size(type)));
   const int error = errno;
   close(descriptor);
-  if (!written) throw std::runtime_error("cannot write " + path + ": " + std::strerror(error));
+  if (!written) throw std::runtime_error("cannot write " + shown_path + ": " + std::strerror(error));
 }
 
 }  // namespace attnbench

@@ -13,7 +13,10 @@ namespace attnbench {
 // no type for, is written as its raw bits "<u2".
 std::string npy_descr(ElementType type);
 
-void write_npy(const std::string& path, const void* data, ElementType type,
-               const std::vector<std::int64_t>& shape);
+// Writes `name` in the open directory `directory`, never through a symbolic
+// link planted at the name (its target is not touched); `shown_path` names the
+// file in the std::runtime_error thrown when it cannot be written.
+void write_npy(int directory, const std::string& name, const std::string& shown_path, const void* data,
+               ElementType type, const std::vector<std::int64_t>& shape);
 
 }  // namespace attnbench

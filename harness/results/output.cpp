@@ -52,6 +52,7 @@ ResultsOutput::ResultsOutput(std::string path, ExistingResults existing)
     : path_(std::move(path)), lock_(path_, "-o " + path_), existing_(existing) {
   remove_stale_temporaries(path_);
   const std::string journal = journal_file();
+  lock_.refuse_symbolic_link(journal_path(lock_.target_name()), "-o " + path_);
   std::error_code unused;
   const bool have_results = fs::exists(path_, unused);
   const bool have_journal = fs::exists(journal, unused);

@@ -1,5 +1,9 @@
 #include "harness/run/runner.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -175,11 +179,16 @@ class CaseDumper {
   // Takes the lock of the index. When resuming, the arrays an earlier run
   // listed stay in the index; otherwise an existing index is replaced only
   // with --overwrite.
-  CaseDumper(std::string directory, ExistingResults existing) : directory_(std::move(directory)) {
+  // Each scenario's arrays go in a subdirectory named after it, made (or
+  // found) here, before anything is measured: one that is a symbolic link, or
+  // not a directory, is refused.
+  CaseDumper(std::string directory, ExistingResults existing, const std::vector<PlannedScenario>& plan)
+      : directory_(std::move(directory)) {
     if (!enabled()) return;
     const std::string index = dump_index_path(directory_);
     lock_.emplace(index, "--dump " + directory_);
     remove_stale_temporaries(index);
+    for (const PlannedScenario& planned : plan) open_scenario_directory(planned.scenario->name);
     if (existing == ExistingResults::refuse && fs::exists(index)) {
       throw InputError("--dump " + directory_ + ": holds the arrays of an earlier run (" + index +
                        "); continue that run with --resume, or replace them with --overwrite");
@@ -189,6 +198,11 @@ class CaseDumper {
     const Json previous = parse_json_file(index, kResultsFileBound, diagnostics);  // a file attnbench wrote
     if (!diagnostics.empty()) throw InputError(diagnostics);
     if (previous.contains("arrays") && previous["arrays"].is_array()) index_ = previous["arrays"];
+  }
+  CaseDumper(const CaseDumper&) = delete;
+  CaseDumper& operator=(const CaseDumper&) = delete;
+  ~CaseDumper() {
+    for (const auto& [name, descriptor] : scenario_directories_) close(descriptor);
   }
   bool enabled() const { return !directory_.empty(); }
   void keep_lock_across_exec() {
@@ -202,10 +216,10 @@ class CaseDumper {
              const std::string& implementation, const std::string& tensor, const TensorBuffer& buffer,
              const std::vector<std::int64_t>& shape, const std::string& layout) {
     if (!enabled() || buffer.elements == 0) return;
-    const std::string relative =
-        scenario + "/case" + std::to_string(case_index) + "." + implementation + "." + tensor + ".npy";
-    fs::create_directories(fs::path(directory_) / scenario);
-    write_npy((fs::path(directory_) / relative).string(), buffer.data, buffer.type, shape);
+    const std::string name = "case" + std::to_string(case_index) + "." + implementation + "." + tensor + ".npy";
+    const std::string relative = scenario + "/" + name;
+    write_npy(scenario_directories_.at(scenario), name, (fs::path(directory_) / relative).string(), buffer.data,
+              buffer.type, shape);
     index_.push_back(Json{{"file", relative},
                           {"scenario", scenario},
                           {"case_index", case_index},
@@ -229,8 +243,25 @@ class CaseDumper {
   }
 
  private:
+  void open_scenario_directory(const std::string& scenario) {
+    if (scenario_directories_.count(scenario)) return;
+    const std::string shown = (fs::path(directory_) / scenario).string();
+    if (mkdirat(lock_->directory(), scenario.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw InputError("--dump " + directory_ + ": cannot make " + shown + " (" + std::strerror(errno) + ")");
+    }
+    const int descriptor = openat(lock_->directory(), scenario.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (descriptor < 0) {
+      const int error = errno;
+      lock_->refuse_symbolic_link(scenario, "--dump " + directory_);
+      throw InputError("--dump " + directory_ + ": cannot open " + shown + " as a directory (" +
+                       std::strerror(error) + ")");
+    }
+    scenario_directories_.emplace(scenario, descriptor);
+  }
+
   std::string directory_;
   std::optional<FileLock> lock_;
+  std::map<std::string, int> scenario_directories_;  // each scenario's subdirectory, opened without following links
   Json index_ = Json::array();
 };
 
@@ -1078,7 +1109,7 @@ int run_scenarios(const RunOptions& options) {
                                    : options.overwrite ? ExistingResults::overwrite
                                                        : ExistingResults::refuse;
   ResultsOutput output(output_path, existing);
-  CaseDumper dumper(options.dump_dir, existing);
+  CaseDumper dumper(options.dump_dir, existing, plan);
 
   std::optional<InterruptGuard> interrupts;
   interrupts.emplace([&](int signal) {

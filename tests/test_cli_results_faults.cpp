@@ -119,6 +119,26 @@ TEST_F(CliResultsFaults, AKillWhileAResumeStartsItsJournalLeavesARunThatResumes)
   expect_every_record_once(load_results_file(output.string()), 6);
 }
 
+// Before the run's watcher exists (here, as the results file's lock is made),
+// a signal still ends the process with its exit code and a sentence, not silently.
+TEST_F(CliResultsFaults, ASignalBeforeTheRunRecordsEndsItSayingThereWasNothingToSave) {
+  const fs::path scenario = write("sweep.json", sweep_scenario(3));
+  const fs::path output = path("r.json");
+  for (const int signal : {SIGINT, SIGTERM}) {
+    const Ended ended = run_with({"run", scenario.string(), "-o", output.string()},
+                                 signal_at("open", "/r.json.lock", 1, signal), "run.log");
+    const std::string log = read_text(path("run.log"));
+    EXPECT_EQ(ended.signal, 0) << log;
+    EXPECT_EQ(ended.code, 128 + signal) << log;
+    EXPECT_NE(log.find(std::string("attnbench: interrupted (") + (signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                       ") while no run was recording: nothing to save"),
+              std::string::npos)
+        << log;
+    EXPECT_FALSE(fs::exists(output));
+    EXPECT_FALSE(fs::exists(journal_path(output.string())));
+  }
+}
+
 TEST_F(CliResultsFaults, ASignalAfterTheRunFinishedRewritesNothingAndSaysItIsComplete) {
   const fs::path scenario = write("sweep.json", sweep_scenario(3));
   const fs::path output = path("r.json");
@@ -357,7 +377,8 @@ TEST_F(CliResultsFaults, ASampleThatSpansAStopOfTheProcessIsMarked) {
   EXPECT_GE(record["timing"]["samples_seconds"][stopped].get<double>(), 0.25) << "the sample spans the stop";
   ASSERT_TRUE(record.contains("warnings"));
   const std::string warning = record["warnings"][0].get<std::string>();
-  EXPECT_NE(warning.find("the process was stopped (SIGSTOP or Ctrl-Z) during sample " + std::to_string(stopped + 1)),
+  EXPECT_NE(warning.find("the process was stopped (SIGSTOP or Ctrl-Z) during samples_seconds[" +
+                         std::to_string(stopped) + "]"),
             std::string::npos)
       << warning;
   EXPECT_NE(log.find("warning: the process was stopped"), std::string::npos) << "shown in the summary\n" << log;

@@ -18,6 +18,7 @@
 #include "harness/measure/protocol.hpp"
 #include "harness/message_text.hpp"
 #include "harness/plugin/loader.hpp"
+#include "harness/results/interruption.hpp"
 #include "harness/version.hpp"
 
 namespace {
@@ -93,6 +94,7 @@ std::vector<std::string> explain_parse_error(const CLI::App& app, int argc, char
 
 int main(int argc, char** argv) {
   using namespace attnbench;
+  handle_interrupts_outside_runs();  // before anything else: a signal never ends the process silently
   keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
   const ReleasePluginsOnExit release_plugins_at_the_end;
   try {

@@ -26,6 +26,7 @@
 #include "harness/host_info.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/plugin/loader.hpp"
+#include "harness/results/interruption.hpp"
 #include "harness/run/runner.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/version.hpp"
@@ -199,6 +200,7 @@ int run(int argc, char** argv) {
 // Only here do errors become exit codes; messages go to stderr, so stdout stays
 // the reporter's (JSON with --benchmark_format=json).
 int main(int argc, char** argv) {
+  attnbench::handle_interrupts_outside_runs();  // before anything else: a signal never ends the process silently
   attnbench::keep_continuations_pending();  // before any thread starts (harness/measure/protocol.hpp)
   const attnbench::ReleasePluginsOnExit release_plugins_at_the_end;
   try {

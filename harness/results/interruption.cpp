@@ -43,7 +43,27 @@ void forward_signal(int signal) {
 
 constexpr unsigned char kStopWatcher = 0;
 
+// Async-signal-safe: fixed texts through write(2), then _exit.
+void interrupted_outside_a_run(int signal) {
+  const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+  const auto say = [](const char* text) {
+    const ssize_t written = write(STDERR_FILENO, text, std::strlen(text));
+    static_cast<void>(written);
+  };
+  say("attnbench: interrupted (");
+  say(name);
+  say(") while no run was recording: nothing to save, nothing left half-written\n");
+  _exit(kExitSignalBase + signal);
+}
+
 }  // namespace
+
+void handle_interrupts_outside_runs() {
+  struct sigaction action {};
+  action.sa_handler = interrupted_outside_a_run;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
+}
 
 InterruptGuard::InterruptGuard(std::function<void(int)> on_signal) : on_signal_(std::move(on_signal)) {
   if (pipe2(signal_pipe, O_CLOEXEC) != 0) {

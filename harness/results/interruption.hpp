@@ -18,6 +18,14 @@
 
 namespace attnbench {
 
+// Installs, first thing in a program's main, what SIGINT, SIGTERM and SIGHUP do
+// while no InterruptGuard lives (before a run starts recording, after it has
+// finished, and in the commands that write files only by an atomic rename):
+// print that there was nothing to save and end the process with 128 + the
+// signal, instead of dying silently. An InterruptGuard takes the signals over
+// while it lives and hands them back to these handlers.
+void handle_interrupts_outside_runs();
+
 class InterruptGuard {
  public:
   explicit InterruptGuard(std::function<void(int signal)> on_signal);

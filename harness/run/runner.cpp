@@ -149,11 +149,12 @@ std::string stopped_samples_warning(const Measurement& measurement) {
   std::string numbers;
   double longest = 0;
   for (std::size_t index : measurement.stopped_samples) {
-    numbers += (numbers.empty() ? "" : ", ") + std::to_string(index + 1);
+    numbers += (numbers.empty() ? "" : ", ") + std::to_string(index);
     longest = std::max(longest, measurement.samples_seconds[index]);
   }
-  return "the process was stopped (SIGSTOP or Ctrl-Z) during sample" +
-         std::string(measurement.stopped_samples.size() > 1 ? "s " : " ") + numbers + " (" + format_seconds(longest) +
+  // Numbered as timing.stopped_samples lists them: indices into samples_seconds, from 0.
+  return "the process was stopped (SIGSTOP or Ctrl-Z) during samples_seconds[" + numbers + "] (" +
+         format_seconds(longest) +
          "; the median is " + format_seconds(measurement.statistics.p50) +
          "): kept, the median and its interval are robust to it, the mean, max and stddev are not";
 }

@@ -15,6 +15,10 @@
 //                                 number: 9 kills it there, 2 interrupts it);
 //                                 for rename the path is the new name; %p in
 //                                 SUFFIX stands for the process id
+//   ATTNBENCH_FAULTS_NO_SPACE=PREFIX
+//                                 an open that may create a file whose name
+//                                 (last component) starts with PREFIX fails
+//                                 with ENOSPC, as on a full disk
 //
 // Paths are absolute (a descriptor's from /proc/self/fd). Each function calls
 // the C library's own through dlsym(RTLD_NEXT).
@@ -178,6 +182,13 @@ int open_logged(int directory, const char* path, int flags, mode_t mode) {
   if (creates(flags) && watched("open")) {
     const bool unnamed = (flags & O_TMPFILE) == O_TMPFILE;
     observe("open", absolute(directory, path) + (unnamed ? " (O_TMPFILE)" : ""));
+  }
+  if (const char* prefix = std::getenv("ATTNBENCH_FAULTS_NO_SPACE"); prefix && creates(flags) && path) {
+    const char* slash = std::strrchr(path, '/');
+    if (std::strncmp(slash ? slash + 1 : path, prefix, std::strlen(prefix)) == 0) {
+      errno = ENOSPC;
+      return -1;
+    }
   }
   return next(directory, path, flags, mode);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -31,6 +32,7 @@
 #include "cli_test_support.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
+#include "harness/results/output.hpp"
 #include "harness/scenario/json_text.hpp"
 #include "results_test_support.hpp"
 
@@ -186,14 +188,70 @@ TEST_F(CliResultsFaults, AnOutputWhoseDirectoryIsDeletedMidRunIsNeverRecreated) 
     if (entry.path().filename().string().rfind("attnbench-", 0) == 0) rescued.push_back(entry.path());
   }
   ASSERT_EQ(rescued.size(), 1u) << log;
-  EXPECT_NE(log.find("are safe in " + rescued[0].string() + "; continue with the same command, -o " +
-                     rescued[0].string() + " and --resume"),
+  EXPECT_NE(log.find("are safe in " + rescued[0].string() + "; continue with the same command and -o " +
+                     rescued[0].string() + " --resume"),
             std::string::npos)
       << log;
   const Json saved = load_results_file(rescued[0].string());
   EXPECT_FALSE(saved["complete"].get<bool>());
   EXPECT_GE(saved["records"].size(), 2u);
   EXPECT_NE(saved["run_id"], second_results["run_id"]);
+}
+
+// A displaced run's records go to $TMPDIR, else /tmp, else the current
+// directory; when none takes them they are printed, never lost.
+TEST_F(CliResultsFaults, ADisplacedRunsRecordsAreNeverLostWhateverTheTemporaryDirectory) {
+  const fs::path scenario = write("sweep.json", sweep_scenario(200, 32, 0.02, 0.02));
+  const fs::path a_file = write("not-a-directory", "x");
+  const auto displaced_run = [&](const StartOptions& options, const std::string& log_name) {
+    const fs::path output = path("d/r.json");
+    fs::create_directories(path("d"));
+    const pid_t run = start_attnbench({"run", scenario.string(), "-o", output.string()}, path(log_name), options);
+    EXPECT_TRUE(wait_until([&] { return journal_records(journal_path(output.string())) >= 2; }));
+    fs::remove_all(path("d"));
+    const Ended ended = wait_for(run);
+    const std::string log = read_text(path(log_name));
+    EXPECT_EQ(ended.code, 4) << log;
+    return log;
+  };
+  // The rescue file the log names, read and removed.
+  const auto rescued_in = [&](const std::string& log, const std::string& directory) {
+    const std::size_t at = log.find("are safe in " + directory + "/attnbench-");
+    EXPECT_NE(at, std::string::npos) << log;
+    if (at == std::string::npos) return Json();
+    const std::size_t start = at + std::string("are safe in ").size();
+    const std::string file = log.substr(start, log.find(';', start) - start);
+    EXPECT_NE(log.find("continue with the same command and -o " + file + " --resume"), std::string::npos) << log;
+    const Json saved = load_results_file(file);
+    fs::remove(file);
+    return saved;
+  };
+  for (const std::string& unusable : {p("missing"), a_file.string()}) {
+    StartOptions options;
+    options.environment = {{"TMPDIR", unusable}};
+    const Json saved = rescued_in(displaced_run(options, "unusable.log"), "/tmp");
+    EXPECT_GE(saved["records"].size(), 2u) << unusable;
+  }
+  // Every directory full: the results file comes out on standard error.
+  StartOptions full;
+  full.environment = {{"TMPDIR", directory_.string()},
+                      {"LD_PRELOAD", ATTNBENCH_SYSCALL_FAULTS},
+                      {"ATTNBENCH_FAULTS_NO_SPACE", "attnbench-"}};
+  const std::string log = displaced_run(full, "full.log");
+  EXPECT_NE(log.find("are safe in standard error"), std::string::npos) << log;
+  EXPECT_NE(log.find("continue with the same command and -o FILE --resume, FILE holding the text between the "
+                     "marker lines"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("No space left on device"), std::string::npos) << "why each directory refused\n" << log;
+  const std::size_t begin = log.find(std::string(kRescueBegin) + "\n"), end = log.find(kRescueEnd);
+  ASSERT_NE(begin, std::string::npos) << log;
+  ASSERT_NE(end, std::string::npos) << log;
+  const fs::path printed = write("printed.json", log.substr(begin + std::strlen(kRescueBegin) + 1, end - begin -
+                                                                                    std::strlen(kRescueBegin) - 1));
+  const Json saved = load_results_file(printed.string());
+  EXPECT_FALSE(saved["complete"].get<bool>());
+  EXPECT_GE(saved["records"].size(), 2u);
 }
 
 TEST_F(CliResultsFaults, AJournalOrRecordThatIsNotTheRunsOwnIsRefusedNamingIt) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <tuple>
@@ -44,6 +45,17 @@ namespace {
   }
   throw InputError("-o " + path + ": holds an unfinished run (" + records +
                    "); continue it with --resume, or discard them and start again with --overwrite");
+}
+
+// Where a displaced run's rescue file may go, in order: $TMPDIR (when set),
+// /tmp, the current directory.
+std::vector<fs::path> rescue_directories() {
+  std::vector<fs::path> directories;
+  if (const char* temporary = std::getenv("TMPDIR"); temporary && *temporary) directories.emplace_back(temporary);
+  directories.emplace_back("/tmp");
+  std::error_code error;
+  if (fs::path here = fs::current_path(error); !error) directories.push_back(here);
+  return directories;
 }
 
 }  // namespace
@@ -339,15 +351,32 @@ SavedRecords ResultsOutput::save_where_possible_locked() {
   } catch (const FileWriteError&) {
     return {journal_ ? path_ + " and " + journal_file() : path_, false};
   }
-  const std::string rescue =
-      (fs::temp_directory_path() / ("attnbench-" + document_->json()["run_id"].get<std::string>() + ".json")).string();
-  try {
-    const FileLock rescue_lock(rescue, "the rescue file " + rescue);
-    write_file_atomically(rescue_lock, document_->json());
-  } catch (const std::exception& error) {
-    return {"no file (" + rescue + " could not be written either: " + error.what() + ")", true};
+  const std::string name = "attnbench-" + document_->json()["run_id"].get<std::string>() + ".json";
+  std::vector<std::string> refusals;
+  for (const fs::path& directory : rescue_directories()) {
+    const std::string rescue = (directory / name).string();
+    try {
+      const FileLock rescue_lock(rescue, "the rescue file " + rescue);
+      write_file_atomically(rescue_lock, document_->json());
+      return {rescue, true, false};
+    } catch (const std::exception& error) {
+      refusals.push_back(error.what());
+    }
   }
-  return {rescue, true};
+  std::fprintf(stderr, "attnbench: no directory took the records (%s); the results file follows between two "
+               "marker lines\n%s\n%s\n%s\n", join(refusals, "; ").c_str(), kRescueBegin,
+               document_->json().dump(1).c_str(), kRescueEnd);
+  std::fflush(stderr);
+  return {"standard error (the text between the marker lines above)", true, true};
+}
+
+std::string SavedRecords::how_to_continue() const {
+  if (!rescued) return "--resume";
+  if (printed) {
+    return "-o FILE --resume, FILE holding the text between the marker lines \"" + std::string(kRescueBegin) +
+           "\" and \"" + kRescueEnd + "\"";
+  }
+  return "-o " + where + " --resume";
 }
 
 void ResultsOutput::finish() {

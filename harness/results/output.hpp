@@ -61,8 +61,12 @@ struct ResumedRecords {
 
 // Where the records of a run are after save_where_possible().
 struct SavedRecords {
-  std::string where;     // "RESULTS", "RESULTS and RESULTS.journal", or a rescue file
-  bool rescued = false;  // RESULTS was displaced: `where` is a file in the temporary directory
+  std::string where;     // "RESULTS", "RESULTS and RESULTS.journal", a rescue file, or standard error
+  bool rescued = false;  // RESULTS was displaced: `where` is a rescue file, or standard error
+  bool printed = false;  // no directory took the rescue file: it was printed to standard error
+  // The flags that continue the run from there, added to the same command:
+  // "--resume", or "-o FILE --resume" naming the rescue file.
+  std::string how_to_continue() const;
 };
 
 // What the signal watcher's save found (save_and_stop()).
@@ -71,6 +75,10 @@ enum class StopState {
   saved,         // the records so far were saved (SavedRecords says where)
   finished,      // the run had finished: RESULTS is complete
 };
+
+// The lines around a results file printed to standard error as the last resort.
+inline constexpr const char* kRescueBegin = "----- BEGIN ATTNBENCH RESULTS -----";
+inline constexpr const char* kRescueEnd = "----- END ATTNBENCH RESULTS -----";
 
 class ResultsOutput {
  public:
@@ -125,8 +133,10 @@ class ResultsOutput {
   void save();
   // After a write failed: save() where it still can. When RESULTS cannot be
   // written, its records are in RESULTS and its journal; when its directory or
-  // lock was displaced, they go to a file of their own in the temporary
-  // directory (attnbench-<run id>.json), never to the displaced place.
+  // lock was displaced, they go to a file of their own, attnbench-<run id>.json,
+  // never to the displaced place: in $TMPDIR, else /tmp, else the current
+  // directory; when none of them takes it, the results file is printed to
+  // standard error between two marker lines (kRescueBegin, kRescueEnd).
   SavedRecords save_where_possible();
   // RESULTS complete, the journal deleted. The lock is kept until release().
   void finish();

@@ -1020,7 +1020,7 @@ EnvironmentError write_failure(const FileWriteError& failure, ResultsOutput& out
                                std::to_string(total_cases) + " cases finished so far are safe in " + saved.where;
   if (saved.rescued) {
     return EnvironmentError(std::string(failure.what()) + ". Nothing more is written there. " + finished +
-                            "; continue with the same command, -o " + saved.where + " and --resume");
+                            "; continue with the same command and " + saved.how_to_continue());
   }
   return EnvironmentError(std::string(failure.what()) + ". " + finished +
                           "; make room on the disk (or make it writable) and continue with the same command and "
@@ -1128,9 +1128,9 @@ int run_scenarios(const RunOptions& options) {
                      strsignal(signal), output.path().c_str());
         return;
       case StopState::saved:
-        std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with %s--resume\n",
+        std::fprintf(stderr, "attnbench: interrupted: %zu of %zu cases saved in %s; continue with %s\n",
                      cases_saved(plan, output.document()), total_cases, saved.where.c_str(),
-                     saved.rescued ? ("-o " + saved.where + " ").c_str() : "");
+                     saved.how_to_continue().c_str());
         return;
     }
   });

@@ -319,6 +319,23 @@ TEST_F(CliResultsFaults, AJournalOrRecordThatIsNotTheRunsOwnIsRefusedNamingIt) {
       << edited_record.output;
   EXPECT_NE(edited_record.output.find("the record was changed after it was measured"), std::string::npos)
       << edited_record.output;
+
+  // A derived figure edited alone (the fault campaign's p90 and TFLOP/s): recomputed, and refused.
+  for (const char* figure : {"p90", "tflops"}) {
+    Json edited = finished;
+    edited["complete"] = false;
+    edited["records"].erase(edited["records"].begin() + 3);
+    Json& timing = edited["records"][1]["timing"];
+    Json& value = std::string(figure) == "p90" ? timing["statistics"]["p90"] : timing["tflops"];
+    value = value.get<double>() / 2;
+    write_file_atomically(mine.string(), edited.dump(1) + "\n");
+    const CommandResult refused = run_attnbench(resume);
+    EXPECT_EQ(refused.exit_code, 2) << refused.output;
+    EXPECT_NE(refused.output.find(mine.string() + ": records[1]: timing." +
+                                  (std::string(figure) == "p90" ? "statistics.p90" : "tflops") + " is "),
+              std::string::npos)
+        << refused.output;
+  }
 }
 
 TEST_F(CliResultsFaults, SighupAndABrokenPipeSaveWhatIsFinishedLikeSigint) {

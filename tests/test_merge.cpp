@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/scenario/json_schema.hpp"
+#include "harness/results/derived_figures.hpp"
 #include "harness/results/merge.hpp"
 #include "harness/scenario/problem_json.hpp"
 #include "harness/results/document.hpp"
@@ -397,6 +398,7 @@ void timed(Json& record, const std::vector<double>& samples, const std::string& 
                           {"tflops", 0.1}, {"compulsory_bandwidth_gb_per_s", 1.0}};
   record["timing"]["noise"] = {{"verdict", noisy.empty() ? "ok" : noisy}, {"noisy", !noisy.empty()},
                                {"judged", true}, {"resolution_seconds", nullptr}, {"findings", Json::array()}};
+  refresh_timing_figures(record);  // TFLOP/s and bandwidth as a run derives them from the median
 }
 
 TEST(MergeRounds, EachCellsRoundsJoinIntoOneRecordThatKeepsThem) {
@@ -424,6 +426,9 @@ TEST(MergeRounds, EachCellsRoundsJoinIntoOneRecordThatKeepsThem) {
   const Json& joined = records[0]["timing"];
   EXPECT_EQ(joined["samples_seconds"], Json({1e-3, 1.1e-3, 1.2e-3, 2e-3, 2.1e-3, 1e-3, 1.05e-3}));
   EXPECT_EQ(joined["statistics"]["count"], 7);
+  EXPECT_DOUBLE_EQ(joined["tflops"].get<double>(),
+                   records[0]["flops"]["total"].get<double>() / joined["statistics"]["p50"].get<double>() / 1e12)
+      << "the joined median's throughput, not the first round's";
   ASSERT_EQ(joined["rounds"].size(), 3u);
   Json second = joined["rounds"][1];
   EXPECT_NEAR(second["p50"].get<double>(), 2.05e-3, 1e-12);

@@ -206,6 +206,39 @@ Json NoiseAssessment::to_json() const {
               {"findings", std::move(list)}};
 }
 
+namespace {
+
+template <typename Value>
+nlohmann::ordered_json optional_json(const std::optional<Value>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+template <typename Value>
+std::optional<Value> optional_from(const nlohmann::ordered_json& json, const char* key) {
+  if (!json.contains(key) || json[key].is_null()) return std::nullopt;
+  return json[key].get<Value>();
+}
+
+}  // namespace
+
+nlohmann::ordered_json host_activity_json(const HostActivity& activity) {
+  return nlohmann::ordered_json{{"load_before", optional_json(activity.load_before)},
+                                {"load_after", optional_json(activity.load_after)},
+                                {"steal_fraction", optional_json(activity.steal_fraction)},
+                                {"involuntary_switches", optional_json(activity.involuntary_switches)},
+                                {"available_cpus", activity.available_cpus}};
+}
+
+HostActivity host_activity_from_json(const nlohmann::ordered_json& json) {
+  HostActivity activity;
+  activity.load_before = optional_from<double>(json, "load_before");
+  activity.load_after = optional_from<double>(json, "load_after");
+  activity.steal_fraction = optional_from<double>(json, "steal_fraction");
+  activity.involuntary_switches = optional_from<long>(json, "involuntary_switches");
+  if (json.contains("available_cpus")) activity.available_cpus = json["available_cpus"].get<int>();
+  return activity;
+}
+
 NoiseAssessment assess_noise(const std::vector<double>& samples, const HostActivity& host) {
   NoiseAssessment noise;
   noise.judged = samples.size() >= kNoiseMinimumSamples;

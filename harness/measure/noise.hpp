@@ -58,6 +58,11 @@ struct NoiseAssessment {
 
 NoiseAssessment assess_noise(const std::vector<double>& samples, const HostActivity& host = {});
 
+// timing.host_activity of a record (docs/results.md), and back: what
+// assess_noise() read, so the verdict can be recomputed from the record.
+nlohmann::ordered_json host_activity_json(const HostActivity& activity);
+HostActivity host_activity_from_json(const nlohmann::ordered_json& json);
+
 // The median's interval of `stats` no narrower than the samples' resolution:
 // quantised samples cannot place the median closer than half a step.
 void widen_to_resolution(SampleStatistics& stats, double resolution_seconds);

@@ -18,6 +18,7 @@
 #include "harness/results/journal.hpp"
 #include "harness/results/run_identity.hpp"
 #include "harness/measure/noise.hpp"
+#include "harness/results/derived_figures.hpp"
 #include "harness/scenario/scenario.hpp"
 
 namespace attnbench {
@@ -458,10 +459,7 @@ Json join_rounds(const std::vector<std::pair<int, const Json*>>& rounds, const s
                              {"noisy", noisy},
                              {"noise", verdict}});
   }
-  SampleStatistics statistics = summarize(samples);
-  widen_to_resolution(statistics, resolution);
   timing["samples_seconds"] = samples;
-  timing["statistics"] = statistics_json(statistics);
   timing.erase("stopped_samples");
   // The rounds' verdicts: noisy when fewer than half of them are clean.
   NoiseAssessment noise;
@@ -471,6 +469,7 @@ Json join_rounds(const std::vector<std::pair<int, const Json*>>& rounds, const s
   for (const std::string& round : noisy_rounds) noise.findings.push_back({"rounds", round, mostly_noisy});
   timing["noise"] = noise.to_json();
   timing["rounds"] = std::move(round_entries);
+  refresh_timing_figures(joined);  // statistics, TFLOP/s and bandwidth of the joined samples
   return joined;
 }
 

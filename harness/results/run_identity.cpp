@@ -1,9 +1,8 @@
 #include "harness/results/run_identity.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <tuple>
 
+#include "harness/results/derived_figures.hpp"
 #include "harness/version.hpp"
 
 namespace attnbench {
@@ -52,45 +51,6 @@ const Json* scenario_named(const Json& scenarios, const Json& name) {
     if (scenario["name"] == name) return &scenario;
   }
   return nullptr;
-}
-
-// How a record's timing statistics contradict its own samples, or "" when
-// they agree (or there is nothing to compare). Only what holds for any
-// definition of the percentiles is checked: the count, the extremes, the
-// median between the middle samples, the mean.
-std::string timing_contradiction(const Json& record) {
-  if (!record.contains("timing") || !record["timing"].is_object()) return "";
-  const Json& timing = record["timing"];
-  if (!timing.contains("samples_seconds") || !timing.contains("statistics")) return "";
-  std::vector<double> samples;
-  for (const Json& sample : timing["samples_seconds"]) samples.push_back(sample.get<double>());
-  const Json& statistics = timing["statistics"];
-  const auto stated = [&](const char* key) { return statistics[key].get<double>(); };
-  const std::string said = "timing.statistics.";
-  if (statistics["count"].get<std::size_t>() != samples.size()) {
-    return said + "count is " + statistics["count"].dump() + " but there are " + std::to_string(samples.size()) +
-           " samples";
-  }
-  if (samples.empty()) return "";
-  std::sort(samples.begin(), samples.end());
-  const auto both = [](double a, double b) { return shown(Json(a)) + " vs " + shown(Json(b)); };
-  if (stated("min") != samples.front()) {
-    return said + "min is not the smallest sample (" + both(stated("min"), samples.front()) + ")";
-  }
-  if (stated("max") != samples.back()) {
-    return said + "max is not the largest sample (" + both(stated("max"), samples.back()) + ")";
-  }
-  const double low = samples[(samples.size() - 1) / 2], high = samples[samples.size() / 2];
-  if (stated("p50") < low || stated("p50") > high) {
-    return said + "p50 is not the samples' median (" + both(stated("p50"), (low + high) / 2) + ")";
-  }
-  double sum = 0;
-  for (double sample : samples) sum += sample;
-  const double mean = sum / static_cast<double>(samples.size());
-  if (std::abs(stated("mean") - mean) > 1e-9 * std::abs(mean)) {
-    return said + "mean is not the samples' mean (" + both(stated("mean"), mean) + ")";
-  }
-  return "";
 }
 
 }  // namespace
@@ -318,7 +278,7 @@ std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& record
              "was measured with other settings (the record's vs this run's): " + text);
       }
     }
-    if (const std::string contradiction = timing_contradiction(record); !contradiction.empty()) {
+    if (const std::string contradiction = derived_figure_contradiction(record); !contradiction.empty()) {
       note("timing", located, contradiction + ": the record was changed after it was measured");
     }
     const auto [first, inserted] = seen.try_emplace({scenario, key, implementation}, &located);

@@ -86,8 +86,8 @@ struct LocatedRecord {
 
 // The records that do not belong to `expected`: of a scenario, case or
 // implementation it does not have, with a case_index that is not its key's,
-// measured with other settings, whose timing statistics contradict its own
-// samples (it was edited), or a second record of one (scenario, case_key,
+// measured with other settings, whose derived figures differ from their
+// recomputation from its own data (it was edited; derived_figures.hpp), or a second record of one (scenario, case_key,
 // implementation). Each kind of problem is reported once, with its first
 // example and how many records have it.
 std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& records, const ExpectedRecords& expected);

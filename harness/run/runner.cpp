@@ -134,16 +134,6 @@ Json accuracy_settings_json(const AccuracySettings& a) {
 
 Json bytes_json(double read, double write) { return Json{{"read_bytes", read}, {"write_bytes", write}}; }
 
-
-Json optional_json(const auto& value) { return value ? Json(*value) : Json(nullptr); }
-
-Json host_activity_json(const HostActivity& activity) {
-  return Json{{"load_before", optional_json(activity.load_before)},
-              {"load_after", optional_json(activity.load_after)},
-              {"steal_fraction", optional_json(activity.steal_fraction)},
-              {"involuntary_switches", optional_json(activity.involuntary_switches)}};
-}
-
 // Why samples that span a stop of the process are not like the others.
 std::string stopped_samples_warning(const Measurement& measurement) {
   std::string numbers;

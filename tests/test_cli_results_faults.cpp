@@ -320,6 +320,26 @@ TEST_F(CliResultsFaults, AJournalOrRecordThatIsNotTheRunsOwnIsRefusedNamingIt) {
   EXPECT_NE(edited_record.output.find("the record was changed after it was measured"), std::string::npos)
       << edited_record.output;
 
+  // A record of the other run (the same settings), put in place of this run's record of its case.
+  const JournalContents their_journal = read_journal(journal_path(theirs.string()));
+  ASSERT_FALSE(their_journal.records.empty());
+  const Json& their_record = their_journal.records.back();
+  Json foreign = finished;
+  foreign["complete"] = false;
+  for (Json& record : foreign["records"]) {
+    if (record["case_key"] == their_record["case_key"] && record["implementation"] == their_record["implementation"]) {
+      record = their_record;
+    }
+  }
+  write_file_atomically(mine.string(), foreign.dump(1) + "\n");
+  fs::remove(journal);
+  const CommandResult copied = run_attnbench(resume);
+  EXPECT_EQ(copied.exit_code, 2) << copied.output;
+  EXPECT_NE(copied.output.find("is a record of run " + their_record["run_id"].get<std::string>() +
+                               ", not of the run the file holds (" + finished["run_id"].get<std::string>() + ")"),
+            std::string::npos)
+      << copied.output;
+
   // A derived figure edited alone (the fault campaign's p90 and TFLOP/s): recomputed, and refused.
   for (const char* figure : {"p90", "tflops"}) {
     Json edited = finished;

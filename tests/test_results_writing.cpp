@@ -458,6 +458,9 @@ Json record(const std::string& scenario, const std::string& key, std::size_t ind
               {"settings", {{"threads", 2}}}};
 }
 
+// Records that need not carry a run (as in a merge of older files).
+const RecordRuns kAnyRun{{}, false, "any run"};
+
 TEST(RecordProblems, RecordsMustBelongToACaseAndAnImplementationOnceWithTheRunsSettings) {
   ExpectedRecords expected;
   expected["tiny"].case_index_by_key = {{"k0", 0}, {"k1", 1}, {"k2", 2}, {"k3", 3}};
@@ -478,7 +481,7 @@ TEST(RecordProblems, RecordsMustBelongToACaseAndAnImplementationOnceWithTheRunsS
                                      good};
   std::vector<LocatedRecord> located;
   for (std::size_t i = 0; i < records.size(); ++i) located.push_back({&records[i], "f", "records[" + std::to_string(i) + "]"});
-  const std::vector<Diagnostic> problems = record_problems(located, expected);
+  const std::vector<Diagnostic> problems = record_problems(located, expected, kAnyRun);
   const std::string text = messages(problems);
   EXPECT_EQ(problems.size(), 7u) << text;
   for (const char* expected_message :
@@ -492,11 +495,11 @@ TEST(RecordProblems, RecordsMustBelongToACaseAndAnImplementationOnceWithTheRunsS
     EXPECT_NE(text.find(expected_message), std::string::npos) << expected_message << "\n" << text;
   }
   located.resize(1);
-  EXPECT_EQ(messages(record_problems(located, expected)), "");
+  EXPECT_EQ(messages(record_problems(located, expected, kAnyRun)), "");
 
   expected["tiny"].settings_required = false;  // merge: files from before records carried settings
   located = {{&no_settings, "f", "records[0]"}};
-  EXPECT_EQ(messages(record_problems(located, expected)), "");
+  EXPECT_EQ(messages(record_problems(located, expected, kAnyRun)), "");
 }
 
 // Every figure a record derives from its own data is recomputed: one edited
@@ -542,11 +545,36 @@ TEST(RecordProblems, DerivedFiguresThatDifferFromTheirRecomputationAreAnEditedRe
     Json edited = timed("k1", 1);
     edit(edited["timing"]);
     const std::vector<LocatedRecord> located = {{&good, "f", "records[0]"}, {&edited, "f", "records[1]"}};
-    const std::string text = messages(record_problems(located, expected));
+    const std::string text = messages(record_problems(located, expected, kAnyRun));
     EXPECT_NE(text.find("f: records[1]: " + expected_text), std::string::npos) << expected_text << "\n" << text;
     EXPECT_NE(text.find("the record was changed after it was measured"), std::string::npos) << text;
     EXPECT_EQ(text.find("records[0]"), std::string::npos) << text;
   }
+}
+
+// A record carries the run that measured it: one of another run is refused.
+TEST(RecordProblems, ARecordOfAnotherRunIsRefusedNamingBothRuns) {
+  ExpectedRecords expected;
+  expected["tiny"].case_index_by_key = {{"k0", 0}, {"k1", 1}};
+  expected["tiny"].implementations = {"cpu.flash"};
+  expected["tiny"].settings = Json{{"threads", 2}};
+  const std::string mine(32, 'a'), theirs(32, 'b');
+  Json own = record("tiny", "k0", 0, "cpu.flash"), copied = record("tiny", "k1", 1, "cpu.flash");
+  own["run_id"] = mine;
+  copied["run_id"] = theirs;
+  const RecordRuns runs{{mine}, true, "this run (" + mine + ")"};
+  EXPECT_EQ(messages(record_problems({{&own, "f", "records[0]"}}, expected, runs)), "");
+  const std::string text = messages(record_problems({{&own, "f", "records[0]"}, {&copied, "f", "records[1]"}},
+                                                    expected, runs));
+  EXPECT_NE(text.find("f: records[1]: is a record of run " + theirs + ", not of this run (" + mine +
+                      "): it was copied from another run's file"),
+            std::string::npos)
+      << text;
+  Json unmarked = record("tiny", "k1", 1, "cpu.flash");
+  EXPECT_NE(messages(record_problems({{&unmarked, "f", "records[1]"}}, expected, runs)).find("carries no run_id"),
+            std::string::npos);
+  EXPECT_EQ(messages(record_problems({{&unmarked, "f", "records[1]"}}, expected, kAnyRun)), "")
+      << "an older file's records carry none";
 }
 
 TEST(RecordProblems, ManyRecordsWithOneProblemGiveOneMessageWithACount) {
@@ -557,7 +585,7 @@ TEST(RecordProblems, ManyRecordsWithOneProblemGiveOneMessageWithACount) {
   for (int i = 0; i < 20000; ++i) records.push_back(record("tiny", "invented" + std::to_string(i), 0, "cpu.flash"));
   std::vector<LocatedRecord> located;
   for (const Json& r : records) located.push_back({&r, "f", "records"});
-  const std::vector<Diagnostic> problems = record_problems(located, expected);
+  const std::vector<Diagnostic> problems = record_problems(located, expected, kAnyRun);
   ASSERT_EQ(problems.size(), 1u) << messages(problems);
   EXPECT_NE(problems[0].message.find("(and 19999 more like it)"), std::string::npos) << problems[0].message;
 }

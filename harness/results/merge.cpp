@@ -260,7 +260,9 @@ void check_records_belong(const std::vector<MergeInput>& inputs, std::vector<Dia
       if (unchecked.count(record["scenario"].get<std::string>())) continue;
       records.push_back({&record, input.path, "records[" + std::to_string(i) + "]"});
     }
-    const std::vector<Diagnostic> misplaced = record_problems(records, expected);
+    // Files from before records carried their run merge as they did.
+    const RecordRuns runs = record_runs_of(input.document, false);
+    const std::vector<Diagnostic> misplaced = record_problems(records, expected, runs);
     problems.insert(problems.end(), misplaced.begin(), misplaced.end());
   }
 }

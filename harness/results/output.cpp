@@ -211,7 +211,10 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
     }
     saved_records += journal.records.size();
   }
-  const auto misplaced = record_problems(records, expected);
+  const RecordRuns runs = record_runs_of(
+      saved_.document ? *saved_.document : Json{{"run_id", saved_.journal ? saved_.journal->header["run_id"] : Json()}},
+      true);
+  const auto misplaced = record_problems(records, expected, runs);
   problems.insert(problems.end(), misplaced.begin(), misplaced.end());
   if (!problems.empty()) {
     problems.push_back({"", "", "--resume refused: " + path_ + " is left as it is; continue it with the run that "
@@ -303,7 +306,10 @@ void ResultsOutput::add_case(std::vector<Json> records) {
   std::lock_guard<std::mutex> guard(mutex_);
   std::vector<Json> entries;
   for (const Json& device : devices_to_journal_) entries.push_back(Json{{"device", device}});
-  for (const Json& record : records) entries.push_back(Json{{"record", record}});
+  for (Json& record : records) {
+    record["run_id"] = document_->json()["run_id"];  // the run it belongs to, in the journal and the file
+    entries.push_back(Json{{"record", record}});
+  }
   journal_->append(entries);
   devices_to_journal_.clear();
   for (Json& record : records) document_->add_record(std::move(record));

@@ -218,7 +218,24 @@ Json record_settings(const Json& measure, const Json& accuracy, int threads, con
               {"git_revision", git_revision()}};
 }
 
-std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& records, const ExpectedRecords& expected) {
+RecordRuns record_runs_of(const Json& document, bool required) {
+  RecordRuns runs;
+  runs.required = required;
+  if (document.contains("run_id") && document["run_id"].is_string()) runs.ids.insert(document["run_id"].get<std::string>());
+  if (document.contains("merged_from") && document["merged_from"].is_array()) {
+    for (const Json& merged : document["merged_from"]) {
+      if (merged.contains("run_id") && merged["run_id"].is_string()) runs.ids.insert(merged["run_id"].get<std::string>());
+    }
+  }
+  std::string ids;
+  for (const std::string& id : runs.ids) ids += (ids.empty() ? "" : ", ") + id;
+  runs.description = std::string(runs.ids.size() > 1 ? "the runs" : "the run") + " the file holds (" +
+                     (ids.empty() ? "none" : ids) + ")";
+  return runs;
+}
+
+std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& records, const ExpectedRecords& expected,
+                                        const RecordRuns& runs) {
   struct Problem {
     Diagnostic first;
     std::size_t count = 0;
@@ -239,6 +256,13 @@ std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& record
     const std::string scenario = record["scenario"].get<std::string>();
     const std::string key = record["case_key"].get<std::string>();
     const std::string implementation = record["implementation"].get<std::string>();
+    if (!record.contains("run_id")) {
+      if (runs.required) note("no run", located, "carries no run_id, so nothing shows it is a record of " + runs.description);
+    } else if (!runs.ids.count(record["run_id"].get<std::string>())) {
+      note("run " + record["run_id"].get<std::string>(), located,
+           "is a record of run " + record["run_id"].get<std::string>() + ", not of " + runs.description +
+               ": it was copied from another run's file");
+    }
     const auto spec = expected.find(scenario);
     if (spec == expected.end()) {
       note("scenario", located, "is a record of scenario " + quoted(scenario) + ", which this run does not have (" +

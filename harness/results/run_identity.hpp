@@ -77,6 +77,15 @@ struct ExpectedScenarioRecords {
 };
 using ExpectedRecords = std::map<std::string, ExpectedScenarioRecords>;
 
+// The runs whose records a file may hold: the run's own id (and, in a merged
+// file, the id of every run it merged). A record's `run_id` must be one of
+// them; without one (an older file) it passes unless `required`.
+struct RecordRuns {
+  std::set<std::string> ids;
+  bool required = true;
+  std::string description;  // how a message names them: "this run (3f9c…)"
+};
+
 // One record and where it was read: "FILE", "records[3]" or "line 7".
 struct LocatedRecord {
   const nlohmann::ordered_json* record;
@@ -84,12 +93,17 @@ struct LocatedRecord {
   std::string where;
 };
 
-// The records that do not belong to `expected`: of a scenario, case or
+// The records that do not belong to `expected` and `runs`: of another run, of a scenario, case or
 // implementation it does not have, with a case_index that is not its key's,
 // measured with other settings, whose derived figures differ from their
 // recomputation from its own data (it was edited; derived_figures.hpp), or a second record of one (scenario, case_key,
 // implementation). Each kind of problem is reported once, with its first
 // example and how many records have it.
-std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& records, const ExpectedRecords& expected);
+std::vector<Diagnostic> record_problems(const std::vector<LocatedRecord>& records, const ExpectedRecords& expected,
+                                        const RecordRuns& runs);
+
+// The runs a results file's records may come from: its run_id, and in a merged
+// file the run_id of every input in merged_from.
+RecordRuns record_runs_of(const nlohmann::ordered_json& document, bool required);
 
 }  // namespace attnbench

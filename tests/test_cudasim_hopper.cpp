@@ -138,15 +138,18 @@ TEST_F(Hopper, AnMbarrierIsRearmedOnlyAfterItsPhaseWasObserved) {
 // deadlock, a poll that nothing can ever answer is.
 TEST_F(Hopper, AThreadThatPollsThenCompletesThePhaseItselfIsNoDeadlock) {
   using cudasim_test::SelfCompletion;
-  float* out = take<float>(2, "out");
+  float* out = take<float>(33, "out");
   for (const auto& [variant, polls] : {std::pair{SelfCompletion::parity, 2}, {SelfCompletion::state, 2},
                                        {SelfCompletion::hinted, 2}, {SelfCompletion::older_phase, 2},
-                                       {SelfCompletion::many_polls, 500}}) {
-    out[0] = out[1] = -1.0f;
+                                       {SelfCompletion::many_polls, 500}, {SelfCompletion::warp, 2}}) {
+    std::fill(out, out + 33, -1.0f);
     EXPECT_EQ(report_of([&] { return cudasim_test::mbarrier_self_completion(out, variant); }), "")
         << static_cast<int>(variant);
     EXPECT_EQ(out[0], static_cast<float>(polls)) << "each poll of the incomplete phase returned false";
     EXPECT_EQ(out[1], 1.0f) << "the wait after the arrival returned true";
+    if (variant == SelfCompletion::warp) {
+      for (int lane = 1; lane < 32; ++lane) EXPECT_EQ(out[1 + lane], 1.0f) << lane;
+    }
   }
   const std::string never = report_of([&] { return cudasim_test::mbarrier_self_completion(out, SelfCompletion::never); });
   expect_finding(never, "mbarrier phase that can never complete", "mbarrier_self_completion_kernel");

@@ -408,6 +408,8 @@ bool Cta::time_out_waits() {
   bool any = false;
   for (SimThread& t : threads_) {
     if (t.state != ThreadState::at_mbarrier) continue;
+    // No longer a waiter: a phase that completes before the thread runs again must not make it ready twice.
+    if (Mbarrier* barrier = mbarriers_.find(t.wait_mbarrier)) std::erase(barrier->waiters, &t);
     t.wait_timed_out = true;
     make_ready(t);
     any = true;

@@ -176,10 +176,7 @@ bool wait_for_phase(SimThread& t, Mbarrier& barrier, bool current, const char* o
       t.wait_timed_out = false;
       cta.suspend(t);
       t.wait_mbarrier = 0;
-      if (t.wait_timed_out) {
-        std::erase(barrier.waiters, &t);
-        return false;
-      }
+      if (t.wait_timed_out) return false;  // time_out_waits took it off the waiters
     }
   }
   if (cta.sanitize()) cta.order().acquire(t.linear, barrier.completed);

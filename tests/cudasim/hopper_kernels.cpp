@@ -125,8 +125,18 @@ __global__ void mbarrier_rearm_kernel(float* out, bool observe) {
 __global__ void mbarrier_self_completion_kernel(float* out, SelfCompletion variant) {
   ATTNBENCH_STATIC_SHARED(barrier_object, std::uint64_t);
   const std::uint32_t barrier = shared_address(&barrier_object);
-  attnbench::mbarrier_init(barrier, variant == SelfCompletion::state ? 2 : 1);
-  attnbench::fence_mbarrier_init();
+  const unsigned lane = threadIdx.x;
+  if (lane == 0) {
+    attnbench::mbarrier_init(barrier, variant == SelfCompletion::state ? 2 : variant == SelfCompletion::warp ? 32 : 1);
+    attnbench::fence_mbarrier_init();
+  }
+  if (variant == SelfCompletion::warp) __syncwarp();
+  if (variant == SelfCompletion::warp && lane > 0) {
+    attnbench::mbarrier_arrive(barrier);
+    attnbench::mbarrier_wait_parity(barrier, 0);
+    out[1 + lane] = 1.0f;
+    return;
+  }
   const std::uint64_t state = variant == SelfCompletion::state ? attnbench::mbarrier_arrive(barrier) : 0;
   const auto poll = [&] {
     switch (variant) {
@@ -466,7 +476,7 @@ int mbarrier_arrive_and_wait(const float* in, float* out, bool wait) {
 }
 int mbarrier_rearm(float* out, bool observe) { return run(&mbarrier_rearm_kernel, 32, 0, out, observe); }
 int mbarrier_self_completion(float* out, SelfCompletion variant) {
-  return run(&mbarrier_self_completion_kernel, 1, 0, out, variant);
+  return run(&mbarrier_self_completion_kernel, variant == SelfCompletion::warp ? 32 : 1, 0, out, variant);
 }
 
 int tma_load_box(const std::uint16_t* tensor, int rank, const std::uint64_t* dims, const std::uint32_t* box,

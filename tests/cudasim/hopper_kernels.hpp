@@ -44,10 +44,11 @@ enum class SelfCompletion {
   hinted,       // as parity, each try_wait with a suspend-time hint
   older_phase,  // try_wait.parity 0, try_wait.parity 1 (the phase before), try_wait.parity 0, arrive, wait
   many_polls,   // as parity with 500 polls before the arrival
-  never         // polls for ever, and nobody arrives: a deadlock
+  never,        // polls for ever, and nobody arrives: a deadlock
+  warp          // 32 threads, 32 arrivals: lanes 1-31 arrive and wait; lane 0 polls twice, then arrives and waits
 };
-// One thread, one mbarrier: out[0] = the polls of the current phase that
-// returned false, out[1] = 1 once the final wait returned true.
+// One thread (a warp for `warp`), one mbarrier: out[0] = the polls of the
+// current phase that returned false, out[1 + lane] = 1 once the final wait returned true.
 int mbarrier_self_completion(float* out, SelfCompletion variant);
 
 // ---- TMA ---------------------------------------------------------------------------

@@ -162,10 +162,10 @@ std::vector<std::uint32_t> narrowing_inputs(std::mt19937& random) {
   while (values.size() < differential::kConversionCount) {
     const std::uint32_t word = bits(random);
     switch (values.size() % 4) {
-      case 0:  // a tie: a 16-bit value's bits plus half its last place (fp16: bit 12; bf16: bit 15)
-        values.push_back((word & 0xbfffe000u) | 0x1000u);
+      case 0:  // an fp16 tie: an fp16 value's bits plus half its last place (bit 12), in [2^-15, 2)
+        values.push_back((word & 0x807fe000u) | (0x70u + (word >> 23) % 16u) << 23 | 0x1000u);
         break;
-      case 1:
+      case 1:  // a bf16 tie (bit 15), magnitude below 2
         values.push_back((word & 0xbfff8000u) | 0x8000u);
         break;
       case 2:  // fp16's subnormal and overflow ranges: exponents 2^-25 .. 2^17
@@ -291,6 +291,15 @@ bool ex2_within_bound(std::uint32_t got, std::uint32_t reference) {
   return std::fabs(static_cast<double>(a) - b) <= kEx2Bound * std::fabs(static_cast<double>(b));
 }
 
+// The element of D that accumulator register r of warpgroup thread t holds
+// (m64nNk16, kernels/cuda/hopper_primitives.hpp's wgmma_ss).
+struct MatrixElement {
+  std::size_t row, column;
+};
+MatrixElement accumulator_element(std::size_t t, std::size_t r) {
+  return MatrixElement{16 * (t / 32) + t % 32 / 4 + 8 * ((r >> 1) & 1), 8 * (r >> 2) + 2 * (t % 4) + (r & 1)};
+}
+
 // Where output word `i` of a form comes from, in the instruction's terms.
 std::string position_of(const ProbeForm& form, std::size_t i) {
   const auto s = [](std::size_t x) { return std::to_string(x); };
@@ -302,8 +311,8 @@ std::string position_of(const ProbeForm& form, std::size_t i) {
     case Probe::wgmma:
     case Probe::base_offset: {
       const std::size_t registers = static_cast<std::size_t>(form.n / 2), t = i / registers, r = i % registers;
-      const std::size_t row = 16 * (t / 32) + t % 32 / 4 + 8 * ((r >> 1) & 1), column = 8 * (r >> 2) + 2 * (t % 4) + (r & 1);
-      return "thread " + s(t) + " d[" + s(r) + "] = D(" + s(row) + ", " + s(column) + ")";
+      const MatrixElement at = accumulator_element(t, r);
+      return "thread " + s(t) + " d[" + s(r) + "] = D(" + s(at.row) + ", " + s(at.column) + ")";
     }
     case Probe::stmatrix:
     case Probe::cp_async:
@@ -333,9 +342,9 @@ struct Comparison {
   std::string verdict;  // the line's last field
 };
 
-// `got` (the side under test) against `reference` (the simulator).
+// `got` (the side under test) against `reference` (the simulator's output, or `whose` else).
 Comparison compare(const ProbeForm& form, const std::vector<std::uint32_t>& got,
-                   const std::vector<std::uint32_t>& reference) {
+                   const std::vector<std::uint32_t>& reference, const std::string& whose = "the simulator's") {
   const bool bounded = form.probe == Probe::ex2;
   std::size_t differing = 0, first = 0, exact = 0;
   for (std::size_t i = 0; i < reference.size(); ++i) {
@@ -349,7 +358,7 @@ Comparison compare(const ProbeForm& form, const std::vector<std::uint32_t>& got,
                                 std::to_string(reference.size()) + " bit for bit)"};
   }
   return Comparison{false, "differs (first difference at element " + std::to_string(first) + ", " +
-                               position_of(form, first) + ": " + hex(got[first]) + " against the simulator's " +
+                               position_of(form, first) + ": " + hex(got[first]) + " against " + whose + " " +
                                hex(reference[first]) + "; " + std::to_string(differing) + " elements differ)"};
 }
 
@@ -377,7 +386,7 @@ std::uint32_t element_offset(const OperandLayout& o, int mn, int k, int line, bo
   return o.offset - 128 * static_cast<std::uint32_t>(line) + swizzled(canonical);
 }
 
-// D = A·B + C of the base-offset form in its output order, with B read in one of the two readings.
+// D = A·B + C of the base-offset form (fp16) in its output order, with B read in one of the two readings.
 std::vector<std::uint32_t> base_offset_reference(const ProbeForm& form, const ProbeData& data, bool absolute) {
   const differential::WgmmaPlacement placement = differential::wgmma_placement(form);
   const auto element = [&](std::uint32_t byte) {
@@ -388,12 +397,11 @@ std::vector<std::uint32_t> base_offset_reference(const ProbeForm& form, const Pr
   const std::size_t accumulators = differential::wgmma_accumulator_word(form);
   std::vector<std::uint32_t> d(128 * registers);
   for (std::size_t i = 0; i < d.size(); ++i) {
-    const int t = static_cast<int>(i / registers), r = static_cast<int>(i % registers);
-    const int row = 16 * (t / 32) + t % 32 / 4 + 8 * ((r >> 1) & 1), column = 8 * (r >> 2) + 2 * (t % 4) + (r & 1);
+    const MatrixElement at = accumulator_element(i / registers, i % registers);
     double sum = bits_to_float(data.input[accumulators + i]);
     for (int k = 0; k < 16; ++k) {
-      sum += element(element_offset(placement.a, row, k, 0, true)) *
-             element(element_offset(placement.b, column, k, form.line, absolute));
+      sum += element(element_offset(placement.a, static_cast<int>(at.row), k, 0, true)) *
+             element(element_offset(placement.b, static_cast<int>(at.column), k, form.line, absolute));
     }
     d[i] = float_to_bits(static_cast<float>(sum));
   }
@@ -407,7 +415,7 @@ std::string base_offset_decision(const ProbeForm& form, const ProbeData& data, c
   if (absolute && from_base) return "both readings agree here (the operand starts on its pattern)";
   if (absolute) return "decided: absolute address bits";
   if (from_base) return "decided: rows from the base offset";
-  return "neither (" + compare(form, got, base_offset_reference(form, data, true)).verdict + " from the absolute reading)";
+  return "neither (" + compare(form, got, base_offset_reference(form, data, true), "the absolute reading's").verdict + ")";
 }
 
 // The base-offset probe: a GPU decides the reading; the simulator must report

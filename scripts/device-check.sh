@@ -4,7 +4,9 @@
 # on a Hopper, time cuda.flash.sm90 on the FlashAttention-3 forward grid and
 # the paper's ablation first (the figures only a GPU gives, each section under
 # its own time limit; before the build, with the sm_90 binary gather-deps.sh
-# built, where that one runs here); record attnbench doctor's GPU checks; run
+# built, where that one runs here); run the differential check (the
+# instruction probes on the GPU against the simulator, differential.log);
+# record attnbench doctor's GPU checks; run
 # the GPU-labelled tests (the correctness matrix of
 # every CUDA implementation, forward and gradients, and the Hopper GEMM), show
 # the Hopper GEMM's SASS and its own run and cuda.flash.sm90's SASS, run a
@@ -138,6 +140,25 @@ step "ptxas: $(grep -c . <<< "$spilling") kernel(s) with spills (ptxas.log)${spi
 bin=build-gpu/harness
 "$bin/attnbench" info --json > "$out/info.json" 2>&1
 
+# The first correctness section: the differential check (tests/test_differential.cpp,
+# docs/cudasim.md "The differential check"), every instruction probe on this GPU
+# and on the simulator from the same inputs, one line per form in
+# differential.log (the gtest run around them in differential-run.log),
+# among them the line that says which reading of the wgmma base offset the
+# hardware has. ctest -L gpu below leaves it out.
+differential_status=skipped
+differential_binary=build-gpu/tests/test_cuda_differential
+if [[ -x $differential_binary ]]; then
+  step "differential check (test_cuda_differential, at most 240 s)"
+  timeout -k 10 240 "$differential_binary" --gtest_filter='Differential.EveryFormOnBothSides' \
+    > "$out/differential-run.log" 2>&1
+  differential_status=$?
+  grep -E '^differential check: | elements  ' "$out/differential-run.log" > "$out/differential.log"
+  step "differential check: exit $differential_status, $(grep -c ' elements  identical' "$out/differential.log") identical,\
+ $(grep -c ' elements  differs' "$out/differential.log") differing, $(grep -c ' elements  failed' "$out/differential.log") failed;\
+ base offset: $(grep -o 'decided: .*\|neither .*' "$out/differential.log" | head -n 1) (differential.log)"
+fi
+
 if [[ ${capability:-90} == 90 && $fa3_ran_with == none ]]; then
   fa3_sections "$bin/attnbench"
   fa3_ran_with="this build"
@@ -150,7 +171,8 @@ doctor_status=$?
 step "doctor: exit $doctor_status, $(grep -c '"gpu' "$out/doctor.json") GPU finding(s) (doctor.json)"
 
 step "GPU tests (ctest -L gpu, at most 240 s)"
-timeout -k 10 240 ctest --test-dir build-gpu -L gpu --output-on-failure --timeout 120 -j 4 > "$out/gpu-tests.log" 2>&1
+timeout -k 10 240 ctest --test-dir build-gpu -L gpu -E '^cuda:Differential[.]' --output-on-failure --timeout 120 -j 4 \
+  > "$out/gpu-tests.log" 2>&1
 tests_status=$?
 step "GPU tests: $(grep -E 'tests passed|tests failed' "$out/gpu-tests.log" | tail -n 1)"
 
@@ -307,7 +329,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: FA3 sections with $fa3_ran_with; doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: FA3 sections with $fa3_ran_with; differential $differential_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="

@@ -7,6 +7,7 @@
 #include "harness/scenario/json_schema.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "harness/format.hpp"
@@ -227,25 +229,30 @@ bool is_plain_key(std::string_view key) {
   });
 }
 
+// Where a value is, as a chain to its parent's Location on the caller's stack:
+// built for every value checked, so the path and order are spelled out only
+// when a finding is reported.
 struct Location {
-  std::string path;
-  std::vector<std::size_t> order;  // position of each step within its parent, for sorting
+  const Location* parent = nullptr;  // null at the root
+  const std::string* key = nullptr;  // the member's name; null for an array element
+  std::size_t position = 0;          // within the parent (the member's place, the element's index)
 
-  Location member(const std::string& key, std::size_t position) const {
-    Location child{path, order};
-    if (!is_plain_key(key) || key.size() > kQuoteWidth) {
-      child.path += "[" + quote(key) + "]";
-    } else {
-      child.path += (path.empty() ? "" : ".") + key;
-    }
-    child.order.push_back(position);
-    return child;
+  Location member(const std::string& name, std::size_t place) const { return Location{this, &name, place}; }
+  Location element(std::size_t index) const { return Location{this, nullptr, index}; }
+
+  std::string path() const {
+    if (parent == nullptr) return "";
+    std::string text = parent->path();
+    if (key == nullptr) return text + "[" + std::to_string(position) + "]";
+    if (!is_plain_key(*key) || key->size() > kQuoteWidth) return text + "[" + quote(*key) + "]";
+    return text + (text.empty() ? "" : ".") + *key;
   }
-
-  Location element(std::size_t index) const {
-    Location child{path + "[" + std::to_string(index) + "]", order};
-    child.order.push_back(index);
-    return child;
+  // The position of each step within its parent, for sorting.
+  std::vector<std::size_t> order() const {
+    if (parent == nullptr) return {};
+    std::vector<std::size_t> steps = parent->order();
+    steps.push_back(position);
+    return steps;
   }
 };
 
@@ -256,7 +263,7 @@ struct Finding {
 using Findings = std::vector<Finding>;
 
 void report(Findings& out, const Location& at, std::string message) {
-  out.push_back({at.order, {at.path, std::move(message)}});
+  out.push_back({at.order(), {at.path(), std::move(message)}});
 }
 
 // ---- Locations in the schema ----
@@ -548,9 +555,47 @@ class SchemaCompiler {
 
 // ---- Validation ----
 
-const Json* find(const Json& schema, const char* keyword) {
-  const auto found = schema.find(keyword);
-  return found == schema.end() ? nullptr : &*found;
+// The keywords validation reads, in SchemaNode::keywords's order.
+enum class Keyword {
+  type, ref, enum_, const_, required, min_properties, max_properties, properties, pattern_properties,
+  additional_properties, property_names, min_items, max_items, unique_items, prefix_items, items, minimum, maximum,
+  exclusive_minimum, exclusive_maximum, multiple_of, min_length, max_length, pattern, all_of, any_of, one_of, not_,
+  if_, then_, else_, description, count
+};
+constexpr const char* kKeywordNames[] = {
+    "type", "$ref", "enum", "const", "required", "minProperties", "maxProperties", "properties", "patternProperties",
+    "additionalProperties", "propertyNames", "minItems", "maxItems", "uniqueItems", "prefixItems", "items", "minimum",
+    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "allOf",
+    "anyOf", "oneOf", "not", "if", "then", "else", "description"};
+static_assert(std::size(kKeywordNames) == static_cast<std::size_t>(Keyword::count), "a name for every keyword");
+
+}  // namespace
+
+struct SchemaNode {
+  std::array<const Json*, static_cast<std::size_t>(Keyword::count)> keywords{};
+  std::unordered_map<std::string_view, const Json*> properties;  // the members of "properties", by name
+};
+
+namespace {
+
+// Indexes `value` and every object below it.
+void index_nodes(const Json& value, std::unordered_map<const Json*, std::unique_ptr<SchemaNode>>& nodes) {
+  if (value.is_array()) {
+    for (const Json& element : value) index_nodes(element, nodes);
+  }
+  if (!value.is_object()) return;
+  auto node = std::make_unique<SchemaNode>();
+  for (const auto& [key, member] : value.items()) {
+    for (std::size_t k = 0; k < std::size(kKeywordNames); ++k) {
+      if (key == kKeywordNames[k]) node->keywords[k] = &member;
+    }
+    index_nodes(member, nodes);
+  }
+  if (const Json* properties = node->keywords[static_cast<std::size_t>(Keyword::properties)];
+      properties != nullptr && properties->is_object()) {
+    for (const auto& [name, property] : properties->items()) node->properties.emplace(name, &property);
+  }
+  nodes.emplace(&value, std::move(node));
 }
 
 // "unknown key; allowed keys: a, b, keys matching ^x- (did you mean "b"?)"
@@ -570,8 +615,9 @@ std::string unknown_key(const std::string& key, const Json* properties, const Js
 class Validator {
  public:
   Validator(const Json& root, const std::map<std::string, Regex>& patterns,
-            const std::map<std::string, Pointer>& targets)
-      : root_(root), patterns_(patterns), targets_(targets) {}
+            const std::map<std::string, Pointer>& targets,
+            const std::unordered_map<const Json*, std::unique_ptr<SchemaNode>>& nodes)
+      : root_(root), patterns_(patterns), targets_(targets), nodes_(nodes) {}
 
   void check(const Json& schema, const Json& value, const Location& at, Findings& out) const {
     if (out.size() >= kMaxSchemaErrors) {  // enough to act on; the rest of the document is not walked
@@ -582,13 +628,13 @@ class Validator {
       if (!schema.get<bool>()) report(out, at, "no value is allowed here");
       return;
     }
-    const Json* type = find(schema, "type");
+    const Json* type = find(schema, Keyword::type);
     if (type != nullptr && !matches_type(*type, value)) {
       report(out, at, "expected " + describe_types(*type) + ", " + got(value));
     } else {
       check_allowed_values(schema, value, at, out);  // not repeated when the type is wrong
     }
-    if (const Json* ref = find(schema, "$ref")) check(target(*ref), value, at, out);
+    if (const Json* ref = find(schema, Keyword::ref)) check(target(*ref), value, at, out);
     if (value.is_object()) check_object(schema, value, at, out);
     if (value.is_array()) check_array(schema, value, at, out);
     if (value.is_number()) check_number(schema, value, at, out);
@@ -606,7 +652,7 @@ class Validator {
   }
 
   void check_allowed_values(const Json& schema, const Json& value, const Location& at, Findings& out) const {
-    if (const Json* allowed = find(schema, "enum")) {
+    if (const Json* allowed = find(schema, Keyword::enum_)) {
       const auto equal = [&](const Json& candidate) { return same_value(candidate, value); };
       if (std::none_of(allowed->begin(), allowed->end(), equal)) {
         std::vector<std::string> strings;
@@ -620,39 +666,37 @@ class Validator {
                                       (value.is_string() ? did_you_mean(value.get<std::string>(), strings) : ""));
       }
     }
-    if (const Json* only = find(schema, "const"); only != nullptr && !same_value(*only, value)) {
+    if (const Json* only = find(schema, Keyword::const_); only != nullptr && !same_value(*only, value)) {
       report(out, at, render(value) + " is not allowed; allowed value: " + render(*only));
     }
   }
 
   void check_object(const Json& schema, const Json& object, const Location& at, Findings& out) const {
-    if (const Json* required = find(schema, "required")) {
+    if (const Json* required = find(schema, Keyword::required)) {
       for (const Json& name : *required) {
         if (!object.contains(name.get<std::string>())) report(out, at, "missing required key " + render(name));
       }
     }
-    if (const Json* min = find(schema, "minProperties"); min != nullptr && object.size() < count_limit(*min)) {
+    if (const Json* min = find(schema, Keyword::min_properties); min != nullptr && object.size() < count_limit(*min)) {
       report(out, at, "must have at least " + count_of(count_limit(*min), "key") + ", got " +
                           std::to_string(object.size()));
     }
-    if (const Json* max = find(schema, "maxProperties"); max != nullptr && object.size() > count_limit(*max)) {
+    if (const Json* max = find(schema, Keyword::max_properties); max != nullptr && object.size() > count_limit(*max)) {
       report(out, at, "must have at most " + count_of(count_limit(*max), "key") + ", got " +
                           std::to_string(object.size()));
     }
-    const Json* properties = find(schema, "properties");
-    const Json* pattern_properties = find(schema, "patternProperties");
-    const Json* additional = find(schema, "additionalProperties");
-    const Json* names = find(schema, "propertyNames");
+    const Json* properties = find(schema, Keyword::properties);
+    const Json* pattern_properties = find(schema, Keyword::pattern_properties);
+    const Json* additional = find(schema, Keyword::additional_properties);
+    const Json* names = find(schema, Keyword::property_names);
     std::size_t position = 0;
     for (const auto& member : object.items()) {
       const std::string& key = member.key();
       const Location here = at.member(key, position++);
       bool declared = false;
-      if (properties != nullptr) {
-        if (const auto property = properties->find(key); property != properties->end()) {
-          declared = true;
-          check(*property, member.value(), here, out);
-        }
+      if (const Json* declared_as = property(schema, key)) {
+        declared = true;
+        check(*declared_as, member.value(), here, out);
       }
       if (pattern_properties != nullptr) {
         for (const auto& pattern : pattern_properties->items()) {
@@ -678,15 +722,15 @@ class Validator {
   }
 
   void check_array(const Json& schema, const Json& array, const Location& at, Findings& out) const {
-    if (const Json* min = find(schema, "minItems"); min != nullptr && array.size() < count_limit(*min)) {
+    if (const Json* min = find(schema, Keyword::min_items); min != nullptr && array.size() < count_limit(*min)) {
       report(out, at, "must have at least " + count_of(count_limit(*min), "item") + ", got " +
                           std::to_string(array.size()));
     }
-    if (const Json* max = find(schema, "maxItems"); max != nullptr && array.size() > count_limit(*max)) {
+    if (const Json* max = find(schema, Keyword::max_items); max != nullptr && array.size() > count_limit(*max)) {
       report(out, at, "must have at most " + count_of(count_limit(*max), "item") + ", got " +
                           std::to_string(array.size()));
     }
-    if (const Json* unique = find(schema, "uniqueItems"); unique != nullptr && *unique == true) {
+    if (const Json* unique = find(schema, Keyword::unique_items); unique != nullptr && *unique == true) {
       std::map<std::string, std::size_t> first_of;  // canonical form -> first index with it
       for (std::size_t j = 0; j < array.size(); ++j) {
         const auto [first, inserted] = first_of.emplace(canonical_form(array[j]), j);
@@ -696,8 +740,8 @@ class Validator {
         }
       }
     }
-    const Json* prefix = find(schema, "prefixItems");
-    const Json* items = find(schema, "items");
+    const Json* prefix = find(schema, Keyword::prefix_items);
+    const Json* items = find(schema, Keyword::items);
     const std::size_t prefix_size = prefix != nullptr ? prefix->size() : 0;
     for (std::size_t i = 0; i < array.size(); ++i) {
       if (i < prefix_size) {
@@ -708,17 +752,17 @@ class Validator {
     }
   }
 
-  static void check_number(const Json& schema, const Json& number, const Location& at, Findings& out) {
+  void check_number(const Json& schema, const Json& number, const Location& at, Findings& out) const {
     struct Bound {
-      const char* keyword;
+      Keyword keyword;
       const char* relation;
       bool (*holds)(int comparison);  // of the number with the bound
     };
     static constexpr Bound kBounds[] = {
-        {"minimum", ">=", [](int c) { return c >= 0; }},
-        {"maximum", "<=", [](int c) { return c <= 0; }},
-        {"exclusiveMinimum", ">", [](int c) { return c > 0; }},
-        {"exclusiveMaximum", "<", [](int c) { return c < 0; }},
+        {Keyword::minimum, ">=", [](int c) { return c >= 0; }},
+        {Keyword::maximum, "<=", [](int c) { return c <= 0; }},
+        {Keyword::exclusive_minimum, ">", [](int c) { return c > 0; }},
+        {Keyword::exclusive_maximum, "<", [](int c) { return c < 0; }},
     };
     for (const Bound& bound : kBounds) {
       const Json* limit = find(schema, bound.keyword);
@@ -726,7 +770,7 @@ class Validator {
         report(out, at, std::string("must be ") + bound.relation + " " + render(*limit) + ", got " + render(number));
       }
     }
-    if (const Json* divisor = find(schema, "multipleOf"); divisor != nullptr && !is_multiple_of(number, *divisor)) {
+    if (const Json* divisor = find(schema, Keyword::multiple_of); divisor != nullptr && !is_multiple_of(number, *divisor)) {
       report(out, at, "must be a multiple of " + render(*divisor) + ", got " + render(number));
     }
   }
@@ -734,15 +778,15 @@ class Validator {
   void check_string(const Json& schema, const Json& string, const Location& at, Findings& out) const {
     const std::string& text = string.get_ref<const std::string&>();
     const std::uint64_t length = code_points(text);
-    if (const Json* min = find(schema, "minLength"); min != nullptr && length < count_limit(*min)) {
+    if (const Json* min = find(schema, Keyword::min_length); min != nullptr && length < count_limit(*min)) {
       report(out, at, "must have at least " + count_of(count_limit(*min), "character") + ", got " +
                           std::to_string(length));
     }
-    if (const Json* max = find(schema, "maxLength"); max != nullptr && length > count_limit(*max)) {
+    if (const Json* max = find(schema, Keyword::max_length); max != nullptr && length > count_limit(*max)) {
       report(out, at, "must have at most " + count_of(count_limit(*max), "character") + ", got " +
                           std::to_string(length));
     }
-    if (const Json* pattern = find(schema, "pattern")) {
+    if (const Json* pattern = find(schema, Keyword::pattern)) {
       const std::string& source = pattern->get_ref<const std::string&>();
       if (!patterns_.at(source).search(text)) {
         report(out, at, render(string) + " does not match the pattern " + shorten(source, kQuoteWidth));
@@ -751,26 +795,36 @@ class Validator {
   }
 
   void check_subschemas(const Json& schema, const Json& value, const Location& at, Findings& out) const {
-    if (const Json* all = find(schema, "allOf")) {
+    if (const Json* all = find(schema, Keyword::all_of)) {
       for (const Json& branch : *all) check(branch, value, at, out);
     }
-    if (const Json* any = find(schema, "anyOf")) {
+    // A branch whose type cannot admit the value fails without being walked
+    // (report_no_match needs the findings only of a branch that admits it).
+    if (const Json* any = find(schema, Keyword::any_of)) {
       std::vector<Findings> failures;
+      bool matched = false;
       for (const Json& branch : *any) {
         Findings findings;
-        check(branch, value, at, findings);
-        if (findings.empty()) break;
+        if (admits_type(branch, value)) {
+          check(branch, value, at, findings);
+          if (findings.empty()) {
+            matched = true;
+            break;
+          }
+        }
         failures.push_back(std::move(findings));
       }
-      if (failures.size() == any->size()) report_no_match(*any, failures, value, at, out);
+      if (!matched) report_no_match(*any, failures, value, at, out);
     }
-    if (const Json* one = find(schema, "oneOf")) {
+    if (const Json* one = find(schema, Keyword::one_of)) {
       std::vector<Findings> failures;
       std::vector<std::string> matched;
       for (const Json& branch : *one) {
         Findings findings;
-        check(branch, value, at, findings);
-        if (findings.empty()) matched.push_back(describe(branch));
+        if (admits_type(branch, value)) {
+          check(branch, value, at, findings);
+          if (findings.empty()) matched.push_back(describe(branch));
+        }
         failures.push_back(std::move(findings));
       }
       if (matched.empty()) report_no_match(*one, failures, value, at, out);
@@ -779,11 +833,11 @@ class Validator {
                             ": " + join(matched, " | "));
       }
     }
-    if (const Json* negated = find(schema, "not"); negated != nullptr && passes(*negated, value)) {
+    if (const Json* negated = find(schema, Keyword::not_); negated != nullptr && passes(*negated, value)) {
       report(out, at, "must not be " + describe(*negated));
     }
-    if (const Json* condition = find(schema, "if")) {
-      if (const Json* branch = find(schema, passes(*condition, value) ? "then" : "else")) {
+    if (const Json* condition = find(schema, Keyword::if_)) {
+      if (const Json* branch = find(schema, passes(*condition, value) ? Keyword::then_ : Keyword::else_)) {
         check(*branch, value, at, out);
       }
     }
@@ -811,13 +865,13 @@ class Validator {
   bool admits_type(const Json& schema, const Json& value) const {
     if (schema.is_boolean()) return schema.get<bool>();
     const auto kind_of_value = [&](const Json& candidate) { return same_kind(candidate, value); };
-    if (const Json* type = find(schema, "type"); type != nullptr && !matches_type(*type, value)) return false;
-    if (const Json* only = find(schema, "const"); only != nullptr && !same_kind(*only, value)) return false;
-    if (const Json* allowed = find(schema, "enum");
+    if (const Json* type = find(schema, Keyword::type); type != nullptr && !matches_type(*type, value)) return false;
+    if (const Json* only = find(schema, Keyword::const_); only != nullptr && !same_kind(*only, value)) return false;
+    if (const Json* allowed = find(schema, Keyword::enum_);
         allowed != nullptr && std::none_of(allowed->begin(), allowed->end(), kind_of_value)) {
       return false;
     }
-    if (const Json* ref = find(schema, "$ref")) return admits_type(target(*ref), value);
+    if (const Json* ref = find(schema, Keyword::ref)) return admits_type(target(*ref), value);
     return true;
   }
 
@@ -825,19 +879,45 @@ class Validator {
   // enum or type, else that of its $ref, else the schema itself.
   std::string describe(const Json& schema) const {
     if (schema.is_boolean()) return schema.get<bool>() ? "any value" : "no value";
-    if (const Json* description = find(schema, "description"); description != nullptr && description->is_string()) {
+    if (const Json* description = find(schema, Keyword::description); description != nullptr && description->is_string()) {
       return shorten(description->get<std::string>(), kDescriptionWidth);
     }
-    if (const Json* only = find(schema, "const")) return render(*only);
-    if (const Json* allowed = find(schema, "enum")) return "one of " + list_values(*allowed);
-    if (const Json* type = find(schema, "type")) return describe_types(*type);
-    if (const Json* ref = find(schema, "$ref")) return describe(target(*ref));
+    if (const Json* only = find(schema, Keyword::const_)) return render(*only);
+    if (const Json* allowed = find(schema, Keyword::enum_)) return "one of " + list_values(*allowed);
+    if (const Json* type = find(schema, Keyword::type)) return describe_types(*type);
+    if (const Json* ref = find(schema, Keyword::ref)) return describe(target(*ref));
     return render(schema);
+  }
+
+  // The index entry of a schema object, or nullptr; the last one found is
+  // kept, as a value's checks ask the same schema for keyword after keyword.
+  const SchemaNode* node_of(const Json& schema) const {
+    if (&schema != last_schema_) {
+      const auto found = nodes_.find(&schema);
+      last_schema_ = &schema;
+      last_node_ = found == nodes_.end() ? nullptr : found->second.get();
+    }
+    return last_node_;
+  }
+  // The schema object's keyword, or nullptr.
+  const Json* find(const Json& schema, Keyword keyword) const {
+    const SchemaNode* node = node_of(schema);
+    return node == nullptr ? nullptr : node->keywords[static_cast<std::size_t>(keyword)];
+  }
+  // The schema of member `key` under the object schema's "properties", or nullptr.
+  const Json* property(const Json& schema, const std::string& key) const {
+    const SchemaNode* node = node_of(schema);
+    if (node == nullptr) return nullptr;
+    const auto found = node->properties.find(key);
+    return found == node->properties.end() ? nullptr : found->second;
   }
 
   const Json& root_;
   const std::map<std::string, Regex>& patterns_;
   const std::map<std::string, Pointer>& targets_;
+  const std::unordered_map<const Json*, std::unique_ptr<SchemaNode>>& nodes_;
+  mutable const Json* last_schema_ = nullptr;
+  mutable const SchemaNode* last_node_ = nullptr;
   mutable bool truncated_ = false;
 
  public:
@@ -852,11 +932,14 @@ std::string format_error(const SchemaError& error) {
 
 JsonSchema::JsonSchema(nlohmann::ordered_json schema) : schema_(std::move(schema)) {
   SchemaCompiler(schema_, patterns_, targets_).compile();
+  index_nodes(schema_, nodes_);
 }
+
+JsonSchema::~JsonSchema() = default;
 
 std::vector<SchemaError> JsonSchema::validate(const nlohmann::ordered_json& document) const {
   Findings findings;
-  const Validator validator(schema_, patterns_, targets_);
+  const Validator validator(schema_, patterns_, targets_, nodes_);
   validator.check(schema_, document, Location{}, findings);
   std::stable_sort(findings.begin(), findings.end(),
                    [](const Finding& a, const Finding& b) { return a.order < b.order; });

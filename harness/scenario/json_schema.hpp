@@ -24,7 +24,9 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,11 +50,19 @@ struct SchemaError {
 // "path: message", or "(root): message" for an error about the whole document.
 std::string format_error(const SchemaError& error);
 
+// A schema object's keywords, looked up once when the schema is compiled
+// (json_schema.cpp), so validation never searches an object's keys by name.
+struct SchemaNode;
+
 class JsonSchema {
  public:
   // Throws std::invalid_argument, naming the keyword and its location in the
   // schema ("#/properties/x"), for anything the validator cannot enforce exactly.
   explicit JsonSchema(nlohmann::ordered_json schema);
+  // The index points into the schema it owns: neither copied nor moved.
+  JsonSchema(const JsonSchema&) = delete;
+  JsonSchema& operator=(const JsonSchema&) = delete;
+  ~JsonSchema();
 
   // Every violation, in document order (an object's own errors before those of
   // its members), each path and message at most once. Empty when it is valid.
@@ -65,6 +75,7 @@ class JsonSchema {
   nlohmann::ordered_json schema_;
   std::map<std::string, Regex> patterns_;                                // by source text
   std::map<std::string, nlohmann::ordered_json::json_pointer> targets_;  // by $ref value
+  std::unordered_map<const nlohmann::ordered_json*, std::unique_ptr<SchemaNode>> nodes_;  // every object in schema_
 };
 
 }  // namespace attnbench

@@ -50,9 +50,11 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
 
   bool key(string_t& key) override {
     Frame& frame = frames_.back();
-    if (frame.value->contains(key)) duplicates_.push_back(path_to(key));
-    frame.key = key;
-    frame.member = &(*frame.value)[key];
+    // One search of the object's keys finds a duplicate and makes the member.
+    const auto [member, added] = frame.value->get_ref<Json::object_t&>().emplace(key, nullptr);
+    if (!added) duplicates_.push_back(path_to(key));
+    frame.key = &member->first;
+    frame.member = &member->second;
     return true;
   }
 
@@ -63,8 +65,12 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
  private:
   struct Frame {
     Json* value;
-    std::string key;         // the member being read (objects), or "[i]" (arrays)
-    Json* member = nullptr;  // where that member's value goes (objects)
+    const std::string* key = nullptr;  // the name of the member being read (objects)
+    Json* member = nullptr;            // where that member's value goes (objects)
+    // How the path names the value being read: ".key" in an object, "[i]" in an array (its last element).
+    std::string step() const {
+      return value->is_object() ? *key : "[" + std::to_string(value->size() - 1) + "]";
+    }
   };
 
   // Puts `value` where the parser is and returns true; returns where it went.
@@ -79,7 +85,6 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
     }
     Frame& frame = frames_.back();
     if (frame.value->is_array()) {
-      frame.key = "[" + std::to_string(frame.value->size()) + "]";
       frame.value->push_back(std::move(value));
       return &frame.value->back();
     }
@@ -88,7 +93,7 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
   }
   bool enter(Json container) {
     Json* placed = put(std::move(container));
-    frames_.push_back(Frame{placed, ""});
+    frames_.push_back(Frame{placed});
     if (frames_.size() > kMaxDepth) throw TooDeep{};
     return true;
   }
@@ -101,8 +106,8 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
     std::string path;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
       const Frame& frame = frames_[i];
-      if (frame.value->is_object()) path += (path.empty() ? "" : ".") + frame.key;
-      else path += frame.key;
+      if (frame.value->is_object()) path += (path.empty() ? "" : ".") + frame.step();
+      else path += frame.step();
     }
     return path + (path.empty() ? "" : ".") + last_key;
   }

@@ -28,7 +28,10 @@ struct TooDeep {};
 // Builds the document from the parser's events, as nlohmann's own DOM parser
 // does (each value placed once, so the cost stays linear in the text), while
 // keeping the key path of every key given twice in one object and stopping
-// the parse (TooDeep) past kMaxDepth.
+// the parse (TooDeep) past kMaxDepth. An object's members are gathered apart
+// and moved into it at its end, into storage of the right size: an ordered
+// object that grows copies its members (their keys are const), which for a
+// results file's top level would copy every record.
 class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
  public:
   explicit CheckedDocumentBuilder(std::vector<std::string>& duplicates) : duplicates_(duplicates) {}
@@ -45,16 +48,21 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
 
   bool start_object(std::size_t) override { return enter(Json::object()); }
   bool start_array(std::size_t) override { return enter(Json::array()); }
-  bool end_object() override { return leave(); }
+  bool end_object() override {
+    Frame& frame = frames_.back();
+    Json::object_t& object = frame.value->get_ref<Json::object_t&>();
+    object.reserve(frame.members.size());
+    for (auto& [name, value] : frame.members) object.emplace_back(std::move(name), std::move(value));
+    return leave();
+  }
   bool end_array() override { return leave(); }
 
   bool key(string_t& key) override {
     Frame& frame = frames_.back();
-    // One search of the object's keys finds a duplicate and makes the member.
-    const auto [member, added] = frame.value->get_ref<Json::object_t&>().emplace(key, nullptr);
-    if (!added) duplicates_.push_back(path_to(key));
-    frame.key = &member->first;
-    frame.member = &member->second;
+    for (const auto& [name, value] : frame.members) {
+      if (name == key) duplicates_.push_back(path_to(key));
+    }
+    frame.members.emplace_back(std::move(key), nullptr);
     return true;
   }
 
@@ -64,12 +72,11 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
 
  private:
   struct Frame {
-    Json* value;
-    const std::string* key = nullptr;  // the name of the member being read (objects)
-    Json* member = nullptr;            // where that member's value goes (objects)
+    Json* value;  // an array, or an object that receives `members` at its end
+    std::vector<std::pair<std::string, Json>> members;  // an object's members so far, the last one being read
     // How the path names the value being read: ".key" in an object, "[i]" in an array (its last element).
     std::string step() const {
-      return value->is_object() ? *key : "[" + std::to_string(value->size() - 1) + "]";
+      return value->is_object() ? members.back().first : "[" + std::to_string(value->size() - 1) + "]";
     }
   };
 
@@ -88,8 +95,9 @@ class CheckedDocumentBuilder : public nlohmann::json_sax<Json> {
       frame.value->push_back(std::move(value));
       return &frame.value->back();
     }
-    *frame.member = std::move(value);
-    return frame.member;
+    Json& member = frame.members.back().second;
+    member = std::move(value);
+    return &member;
   }
   bool enter(Json container) {
     Json* placed = put(std::move(container));

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "harness/scenario/mask_sums.hpp"
+#include "harness/common/mask_sums.hpp"
 
 namespace attnbench {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

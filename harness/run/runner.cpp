@@ -25,7 +25,7 @@
 #include "harness/plugin/call_audit.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/results/npy.hpp"
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem_json.hpp"
 #include "harness/measure/profiler.hpp"
 #include "harness/run/case_estimate.hpp"
 #include "harness/run/progress.hpp"

@@ -12,7 +12,7 @@
 #include "harness/measure/accuracy.hpp"
 #include "harness/errors.hpp"
 #include "harness/measure/protocol.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "harness/host_tensor.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 

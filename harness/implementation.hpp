@@ -23,7 +23,7 @@
 #include "harness/dtype.hpp"
 #include "harness/common/problem.hpp"
 #include "harness/traffic.hpp"
-#include "harness/measure/traffic_model.hpp"
+#include "harness/common/modelled_traffic.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnbench {

@@ -42,6 +42,7 @@
 
 #include "harness/host_tensor.hpp"
 #include "harness/implementation.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
 #include "common/online_softmax.hpp"

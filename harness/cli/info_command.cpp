@@ -10,7 +10,7 @@
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
-#include "harness/measure/profiler.hpp"
+#include "harness/common/device_profiler.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/version.hpp"
 

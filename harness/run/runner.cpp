@@ -37,6 +37,7 @@
 #include "harness/measure/statistics.hpp"
 #include "harness/measure/trace.hpp"
 #include "harness/user_paths.hpp"
+#include "harness/measure/traffic_model.hpp"
 
 namespace attnbench {
 

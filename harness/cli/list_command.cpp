@@ -13,7 +13,8 @@
 #include "harness/host_info.hpp"
 #include "harness/message_text.hpp"
 #include "harness/common/problem_json.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/selection.hpp"
+#include "harness/run/summary.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/measure/session.hpp"
 

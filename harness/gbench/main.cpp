@@ -26,7 +26,7 @@
 #include "harness/host_info.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/plugin/loader.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/selection.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/version.hpp"
 

@@ -31,6 +31,7 @@
 
 #include "harness/cpu_implementation.hpp"
 #include "harness/host_tensor.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "../kernels/common/dropout.hpp"
 #include "../kernels/common/mask.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

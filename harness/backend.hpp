@@ -17,7 +17,7 @@
 #include "harness/machine_check.hpp"
 
 #include "harness/implementation.hpp"
-#include "harness/measure/profiler.hpp"
+#include "harness/common/device_profiler.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnbench {

@@ -273,6 +273,22 @@ HostActivity HostActivityProbe::finish() const {
   return activity;
 }
 
+nlohmann::ordered_json HostInfo::to_json(JsonFields fields) const {
+  nlohmann::ordered_json json{{"hostname", hostname},
+                              {"os", os},
+                              {"cpu_model", cpu_model},
+                              {"logical_cpus", logical_cpus},
+                              {"available_cpus", available_cpus.count},
+                              {"available_cpus_source", available_cpus.source}};
+  if (fields == JsonFields::info) {
+    json["last_level_cache"] = {
+        {"bytes", last_level_cache.bytes}, {"level", last_level_cache.level}, {"source", last_level_cache.source}};
+  }
+  json["memory_bytes"] = memory_total_bytes;
+  if (fields == JsonFields::info) json["memory_available_bytes"] = memory_available_bytes;
+  return json;
+}
+
 HostInfo read_host_info() {
   HostInfo info;
   char hostname[256] = {};

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace attnbench {
 
 // The CPUs this process can use, and which limit decided it: "logical_cpus"
@@ -39,6 +41,12 @@ struct HostInfo {
   CacheInfo last_level_cache;
   std::uint64_t memory_total_bytes = 0;
   std::uint64_t memory_available_bytes = 0;  // MemAvailable, or less under a cgroup limit
+
+  // The results file's `host` (what identifies the machine a run measured),
+  // or `attnbench info`'s, which adds the last-level cache and the memory
+  // available now.
+  enum class JsonFields { results_file, info };
+  nlohmann::ordered_json to_json(JsonFields fields) const;
 };
 
 HostInfo read_host_info();

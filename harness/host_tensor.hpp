@@ -7,7 +7,7 @@
 
 #include "harness/dtype.hpp"
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

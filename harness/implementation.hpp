@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/dtype.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "harness/traffic.hpp"
-#include "harness/measure/traffic_model.hpp"
+#include "harness/common/modelled_traffic.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnbench {

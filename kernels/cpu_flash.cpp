@@ -42,6 +42,7 @@
 
 #include "harness/cpu_implementation.hpp"
 #include "harness/host_tensor.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"
 #include "common/online_softmax.hpp"

@@ -20,7 +20,7 @@
 #include "harness/dtype.hpp"
 #include "harness/host_tensor.hpp"
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "harness/traffic.hpp"
 #include "common/dropout.hpp"
 #include "common/mask.hpp"

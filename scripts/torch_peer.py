@@ -338,7 +338,7 @@ def measure(settings, timer, before_sample, call, clock=None):
 
 
 # ---------------------------------------------------------------------------
-# Bytes: harness/scenario/problem.cpp's compulsory traffic.
+# Bytes: harness/common/problem.cpp's compulsory traffic.
 
 def element_counts(problem):
     q = problem["batch"] * problem["seqlen_q"] * problem["heads"] * problem["head_dim"]

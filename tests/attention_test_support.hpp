@@ -17,7 +17,7 @@
 #include "baselines/cpu_reference.hpp"
 #include "harness/dtype.hpp"
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "harness/traffic.hpp"
 #include "kernels/common/mask.hpp"
 

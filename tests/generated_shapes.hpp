@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "baselines/cuda/softmax_row.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"

@@ -25,7 +25,7 @@
 #include "baselines/cuda/cublas_plan.hpp"
 #include "baselines/cuda/score_gradient_row.hpp"
 #include "baselines/cuda/softmax_row.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/common/dropout.hpp"
 #include "kernels/common/mask.hpp"
 #include "kernels/common/online_softmax.hpp"

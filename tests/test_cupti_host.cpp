@@ -8,7 +8,7 @@
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
 #include "harness/errors.hpp"
-#include "harness/measure/profiler.hpp"
+#include "harness/common/device_profiler.hpp"
 
 namespace attnbench {
 namespace {

@@ -1,7 +1,7 @@
-// The closed-form mask sums (harness/scenario/mask_sums.hpp) against their row-by-row
+// The closed-form mask sums (harness/common/mask_sums.hpp) against their row-by-row
 // and tile-by-tile definitions, over every mask kind, alignment, padding and
 // tile shape of a grid of small sizes, and on sizes no loop could walk.
-#include "harness/scenario/mask_sums.hpp"
+#include "harness/common/mask_sums.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ std::int64_t pairs_by_rows(const MaskSpec& mask, std::int64_t len_q, std::int64_
   return pairs;
 }
 
-// The definition in harness/scenario/mask_sums.hpp, one query tile at a time.
+// The definition in harness/common/mask_sums.hpp, one query tile at a time.
 TileVisits visits_by_tiles(const MaskSpec& mask, std::int64_t seqlen_q, std::int64_t seqlen_k, std::int64_t len_q,
                            std::int64_t len_k, std::int64_t block_m, std::int64_t block_n) {
   const auto key_rows = [&](const KeyRange& bound, std::int64_t& tiles) {

@@ -13,7 +13,7 @@
 #include "harness/scenario/json_schema.hpp"
 #include "harness/results/derived_figures.hpp"
 #include "harness/results/merge.hpp"
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem_json.hpp"
 #include "harness/results/document.hpp"
 #include "harness/measure/statistics.hpp"
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "harness/errors.hpp"
 #include "harness/scenario/json_schema.hpp"
-#include "harness/scenario/problem.hpp"
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem.hpp"
+#include "harness/common/problem_json.hpp"
 #include "harness/report/table_kinds.hpp"
 #include "harness/results/document.hpp"
 #include "harness/report/table.hpp"

@@ -34,7 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/common/host_device.hpp"
 #include "kernels/cuda/attention_params.hpp"
 

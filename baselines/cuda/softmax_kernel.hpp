@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 

@@ -10,7 +10,7 @@
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/implementation.hpp"
-#include "harness/measure/profiler.hpp"
+#include "harness/common/device_profiler.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/version.hpp"
 
@@ -39,17 +39,7 @@ int command_info(bool as_json) {
                       {"compiler", compiler_id()},
                       {"cuda_built", cuda_built()},
                       {"blas", blas::library_json()}}},
-            {"host", {{"hostname", host.hostname},
-                      {"os", host.os},
-                      {"cpu_model", host.cpu_model},
-                      {"logical_cpus", host.logical_cpus},
-                      {"available_cpus", host.available_cpus.count},
-                      {"available_cpus_source", host.available_cpus.source},
-                      {"last_level_cache", {{"bytes", host.last_level_cache.bytes},
-                                            {"level", host.last_level_cache.level},
-                                            {"source", host.last_level_cache.source}}},
-                      {"memory_bytes", host.memory_total_bytes},
-                      {"memory_available_bytes", host.memory_available_bytes}}},
+            {"host", host.to_json(HostInfo::JsonFields::info)},
             {"devices", Json::array()},
             {"implementations", Json::array()}};
   for (const auto& device : BackendRegistry::instance().devices()) {

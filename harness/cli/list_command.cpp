@@ -12,8 +12,9 @@
 #include "harness/format.hpp"
 #include "harness/host_info.hpp"
 #include "harness/message_text.hpp"
-#include "harness/scenario/problem_json.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/common/problem_json.hpp"
+#include "harness/run/selection.hpp"
+#include "harness/run/summary.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/measure/session.hpp"
 

@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench::cuda {
 

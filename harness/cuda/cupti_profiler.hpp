@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "harness/cuda/cupti_library.hpp"
-#include "harness/measure/profiler.hpp"
+#include "harness/common/device_profiler.hpp"
 
 namespace attnbench {
 

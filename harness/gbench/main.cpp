@@ -27,7 +27,7 @@
 #include "harness/measure/protocol.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/results/interruption.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/selection.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/version.hpp"
 

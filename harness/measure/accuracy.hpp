@@ -5,38 +5,17 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/common/measure_settings.hpp"
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
-
-struct AccuracySettings {
-  bool check = true;
-  // Work budget of the oracle per case, in multiply-adds.
-  double max_oracle_macs = 4e9;
-  std::uint64_t seed = 0;  // picks the sampled heads and rows
-  // Floor of the baseline rule: floor_factor x u x max(1, max |oracle|) of the
-  // tensor, with u the unit roundoff of the output type, but at least
-  // kAccumulationRoundoffs fp32 unit roundoffs (the representational error at
-  // that magnitude, or fp32 accumulation's where outputs are fp32). In units of
-  // at least 1, as the per-dtype bound: a tensor whose exact value is zero (dQ
-  // when every row sees one key) holds only rounding noise on both sides.
-  double floor_factor = 2.0;
-  static constexpr double kAccumulationRoundoffs = 16.0;
-  // Largest max-abs error allowed per output storage type, in units of
-  // max(1, max |oracle|) of the tensor.
-  std::map<ElementType, double> bound = {{ElementType::f64, 1e-12},
-                                         {ElementType::f32, 1e-4},
-                                         {ElementType::f16, 1e-2},
-                                         {ElementType::bf16, 5e-2}};
-};
 
 // Which outputs the oracle computes. Query-side tensors (O, LSE, dQ) are checked
 // on sampled rows of sampled query heads; key-side gradients (dK, dV), which sum

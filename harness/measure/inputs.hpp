@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

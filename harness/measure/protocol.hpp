@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/backend.hpp"
+#include "harness/common/measure_settings.hpp"
 #include "harness/measure/noise.hpp"
 #include "harness/measure/statistics.hpp"
 
@@ -23,23 +24,6 @@ namespace attnbench {
 // the signal to. main() calls it first, before any thread starts; measure()
 // calls it for its own thread.
 void keep_continuations_pending();
-
-struct MeasureSettings {
-  int warmup_min_iterations = 2;
-  double warmup_min_seconds = 0.05;
-  // After those minimums, warm-up goes on until the median of the last this
-  // many calls is within kStableWarmupSpread of the median of the this many
-  // before them (a warm machine), or warmup_max_seconds have passed since it
-  // began; 0 turns the stable window off.
-  int warmup_window = 5;
-  double warmup_max_seconds = 0.5;
-  int min_samples = 10;       // always taken, whatever the time limit
-  int max_samples = 1000;
-  double min_seconds = 0.2;   // total sampled time before convergence may be considered
-  double max_seconds = 5.0;   // wall-clock limit of the sampling phase once min_samples are taken
-  double target_ci_width = 0.02;  // stop when the median's 95% CI is this narrow, relative
-  bool cold_cache = true;     // flush the last-level cache before every sample
-};
 
 // Command-line overrides of a scenario's measurement settings (run's
 // --min-samples, --max-samples, --min-time, --max-time, --target-ci,

@@ -17,7 +17,7 @@
 #include "harness/implementation.hpp"
 #include "harness/measure/inputs.hpp"
 #include "harness/measure/protocol.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

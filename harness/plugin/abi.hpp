@@ -10,7 +10,7 @@
 
 #include "attnbench/plugin.h"
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem_json.hpp"
 
 namespace attnbench {
 

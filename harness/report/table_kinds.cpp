@@ -23,7 +23,7 @@
 #include "harness/implementation.hpp"
 #include "harness/report/ceilings.hpp"
 #include "harness/report/published.hpp"
-#include "harness/run/runner.hpp"
+#include "harness/run/summary.hpp"
 
 namespace attnbench {
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/run/shard.hpp"
+#include "harness/common/shard_identity.hpp"
 
 namespace attnbench {
 

@@ -11,9 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/implementation.hpp"
 #include "harness/measure/protocol.hpp"
-#include "harness/scenario/regex.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/run/shard.hpp"
 
@@ -40,30 +38,11 @@ struct RunOptions {
   std::vector<std::string> command_line;
 };
 
-// The implementations a scenario names: `requested` (from --impl or the
-// scenario) or the default set (every available implementation on an
-// accelerator when one is available, else every CPU implementation), whether
-// or not this machine can run them. Throws InputError for an unknown name.
-std::vector<Implementation*> resolve_implementations(const std::vector<std::string>& requested,
-                                                     const std::string& requested_by);
-// The same, for running them: also throws EnvironmentError for one this
-// machine cannot run.
-std::vector<Implementation*> select_implementations(const std::vector<std::string>& requested,
-                                                    const std::string& requested_by);
-
-// The --filter pattern, compiled; nullopt when it is empty. Throws InputError
-// naming the flag when the pattern is malformed or one RE2 cannot express.
-std::optional<Regex> case_filter(const std::string& pattern);
-
 // Runs and returns the exit code (0, or 1 when any record failed); throws
 // InputError / EnvironmentError before writing anything when the request is
 // bad, EnvironmentError (saying where the finished records are) when a write
 // fails mid-run, and RestartRequired after a lost device context. On SIGINT or
 // SIGTERM it saves the finished cases and ends the process (130, 143).
 int run_scenarios(const RunOptions& options);
-
-// Short label of a case for terminal output, from its results-file form
-// (problem_to_json): "b2 h4/2 q100 k77 d64 fp16 fwd causal.br drop0.10".
-std::string short_case_label(const nlohmann::ordered_json& problem);
 
 }  // namespace attnbench

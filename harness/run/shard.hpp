@@ -8,12 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace attnbench {
+#include "harness/common/shard_identity.hpp"
 
-struct Shard {
-  int index = 1;  // 1-based, as Slurm array task ids usually are
-  int count = 1;
-};
+namespace attnbench {
 
 // Parses "K/N" with 1 <= K <= N; throws InputError naming --shard otherwise.
 Shard parse_shard(const std::string& text);

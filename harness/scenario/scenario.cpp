@@ -11,7 +11,7 @@
 #include "harness/implementation.hpp"
 #include "harness/scenario/json_schema.hpp"
 #include "harness/scenario/json_text.hpp"
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem_json.hpp"
 #include "harness/message_text.hpp"
 
 namespace attnbench {

@@ -9,10 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/measure/accuracy.hpp"
+#include "harness/common/measure_settings.hpp"
+#include "harness/common/problem.hpp"
 #include "harness/errors.hpp"
-#include "harness/measure/protocol.hpp"
-#include "harness/scenario/problem.hpp"
 
 namespace attnbench {
 

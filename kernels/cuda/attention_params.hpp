@@ -1,6 +1,6 @@
 // What a CUDA attention kernel needs to know about its problem, as one trivially
 // copyable struct passed by value: the shape, the element strides of Q/O and
-// K/V (harness/scenario/problem.hpp's strides_for, so BSHD and BHSD look alike to a
+// K/V (harness/common/problem.hpp's strides_for, so BSHD and BHSD look alike to a
 // kernel), the softmax scale, the mask, the dropout RNG contract and the
 // per-batch valid lengths.
 //
@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/common/dropout.hpp"
 #include "kernels/common/host_device.hpp"
 #include "kernels/common/mask.hpp"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "harness/cuda/cuda_implementation.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/flash_backward.hpp"

@@ -7,7 +7,7 @@
 #include <cstddef>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 

@@ -42,6 +42,7 @@
 
 #include "harness/cuda/cuda_check.hpp"
 #include "harness/cuda/cuda_implementation.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "kernels/common/dropout.hpp"
 #include "kernels/common/mask.hpp"
 #include "kernels/common/online_softmax.hpp"

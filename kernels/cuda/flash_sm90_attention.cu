@@ -13,6 +13,7 @@
 #include <string>
 
 #include "harness/cuda/cuda_implementation.hpp"
+#include "harness/measure/traffic_model.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 #include "kernels/cuda/device_lengths.hpp"

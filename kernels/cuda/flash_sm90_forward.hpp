@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "harness/implementation.hpp"
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 #include "kernels/cuda/attention_params.hpp"
 #include "kernels/cuda/cuda_build.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/scenario/mask_sums.hpp"
+#include "harness/common/mask_sums.hpp"
 #include "harness/scenario/scenario.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/common/philox.hpp"
-#include "harness/scenario/mask_sums.hpp"
+#include "harness/common/mask_sums.hpp"
 
 namespace attnbench {
 

@@ -1,4 +1,4 @@
-#include "harness/scenario/mask_sums.hpp"
+#include "harness/common/mask_sums.hpp"
 
 #include <algorithm>
 #include <utility>

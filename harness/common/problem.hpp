@@ -160,7 +160,7 @@ inline std::int64_t lse_index(const Problem& p, std::int64_t b, std::int64_t h, 
 // ---- FLOPs (docs/design.md §2.4: count visible pairs exactly) ---------------------------
 
 // Number of visible (i, j) pairs over every batch element and query head, in
-// O(1) per distinct pair of valid lengths (harness/scenario/mask_sums.hpp).
+// O(1) per distinct pair of valid lengths (harness/common/mask_sums.hpp).
 std::int64_t visible_pairs(const Problem& p);
 struct FlopCount {
   double forward = 0;   // 4 * d * pairs

@@ -1,4 +1,4 @@
-#include "harness/scenario/problem_json.hpp"
+#include "harness/common/problem_json.hpp"
 
 namespace attnbench {
 

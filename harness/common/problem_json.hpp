@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/scenario/problem.hpp"
+#include "harness/common/problem.hpp"
 
 namespace attnbench {
 

@@ -496,29 +496,29 @@ void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& b
   }
 }
 
+[[noreturn]] void unlisted_head_dim(std::int64_t head_dim) {
+  throw std::invalid_argument("cuda.flash.sm90 has no instance for head_dim " + std::to_string(head_dim));
+}
+
 template <typename Element>
 void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers,
                          Sm90Schedule schedule, cudaStream_t stream) {
-  if (params.head_dim == 64) {
-    launch_for_dropout<Element, 64>(params, buffers, schedule, stream);
-  } else if (params.head_dim == 128) {
-    launch_for_dropout<Element, 128>(params, buffers, schedule, stream);
-  } else {
-    launch_for_dropout<Element, 256>(params, buffers, schedule, stream);
-  }
-}
-
-template <int kHeadDim>
-FlashSm90Shape shape_of() {
-  using T = Sm90Traits<kHeadDim>;
-  return FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes, T::kSoftmaxOverlapFits};
+  const bool launched = Sm90HeadDims::dispatch(params.head_dim, [&](auto head_dim) {
+    launch_for_dropout<Element, decltype(head_dim)::value>(params, buffers, schedule, stream);
+  });
+  if (!launched) unlisted_head_dim(params.head_dim);
 }
 
 }  // namespace
 
 FlashSm90Shape flash_sm90_shape(int head_dim) {
-  if (head_dim == 64) return shape_of<64>();
-  return head_dim == 128 ? shape_of<128>() : shape_of<256>();
+  FlashSm90Shape shape{};
+  const bool listed = Sm90HeadDims::dispatch(head_dim, [&](auto listed_head_dim) {
+    using T = Sm90Traits<decltype(listed_head_dim)::value>;
+    shape = FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes, T::kSoftmaxOverlapFits};
+  });
+  if (!listed) unlisted_head_dim(head_dim);
+  return shape;
 }
 
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/hopper_shared_storage.hpp"
@@ -24,6 +25,16 @@ struct HeadDimList {
   template <typename Visit>
   static bool dispatch(std::int64_t head_dim, Visit&& visit) {
     return ((head_dim == kHeadDims ? (visit(std::integral_constant<int, kHeadDims>{}), true) : false) || ...);
+  }
+  // "64, 128 and 256", for messages.
+  static std::string names() {
+    const int dims[] = {kHeadDims...};
+    std::string text;
+    for (std::size_t i = 0; i < sizeof...(kHeadDims); ++i) {
+      if (i > 0) text += i + 1 == sizeof...(kHeadDims) ? " and " : ", ";
+      text += std::to_string(dims[i]);
+    }
+    return text;
   }
 };
 using Sm90HeadDims = HeadDimList<64, 128, 256>;

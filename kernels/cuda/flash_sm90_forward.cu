@@ -50,29 +50,34 @@
 //     in natural log, plain stores. Rows with no visible key get zeros and
 //     LSE −∞.
 //
+// Structure: the kernel is written from the Hopper blocks (docs/cudasim.md,
+// "Writing a Hopper kernel from the blocks"): shared memory is
+// Sm90Traits::Shared, the K/V stages go round an MbarrierPipeline
+// (kernels/cuda/hopper_pipeline.hpp), the epilogue is
+// store_accumulators_with_tma (hopper_epilogue.hpp), and the roles are
+// load_tiles (producer), consume_key_tiles (a consumer's key loop) and
+// store_output (its epilogue).
+//
 // Synchronisation. mbarriers, all initialised by thread 0 before the
 // __syncthreads that precedes the roles' split:
 //   - q_full (1 arrival + the Q tile's bytes): the producer arrives with
 //     expect_tx and the TMA loads complete it; each consumer waits for phase 0.
-//   - k_full[s], v_full[s] (1 arrival + the tile's bytes each): the producer
-//     arms them for the u-th use of stage s, the consumers wait for parity
-//     (u & 1), k_full before S, v_full before P·V; K and V of a stage are
-//     separate so S can start before V has landed.
-//   - empty[s] (one arrival per consumer warpgroup): thread 0 of a consumer
-//     arrives once its wgmma.wait_group 0 has covered both products reading
-//     the stage; the producer waits for parity (u & 1) ^ 1 before refilling
-//     (its first use waits for the phase before phase 0, already complete).
+//   - the kv ring, two full barriers per stage (part kKeys, part kValues: 1
+//     arrival + the tile's bytes each) and one empty barrier (one arrival per
+//     consumer warpgroup): the producer acquires a stage and arms K's and V's
+//     barrier before their loads; the consumers wait on K's before S and on
+//     V's before P·V, so S can start before V has landed, and thread 0 of
+//     each releases the stage once its wgmma.wait_group 0 has covered both
+//     products reading it.
 // Every consumer waits and arrives on every stage of the CTA's key range, so
 // the two stay in step with the producer even where one has no visible key.
-// Named barriers, with the ping-pong: consumer c waits (bar.sync, 256 threads)
-// on barrier 1 + c before each turn; the consumer before it arrives there
-// (bar.arrive) once its turn's wgmma are issued. The last consumer arrives on
-// consumer 0's barrier before its first turn, and consumer 0 waits once more
-// after its last, so both barriers end with every instance complete. In the
-// epilogue, each consumer's stmatrix writes are made visible to the async
-// proxy (fence.proxy.async) and its 128 threads synchronise on barrier 3 + c
-// before its thread 0 issues the TMA stores, then waits until they have read
-// shared memory (cp.async.bulk.wait_group.read 0) before the CTA may exit.
+// Named barriers (Sm90NamedBarrier), with the ping-pong: consumer c waits
+// (bar.sync, 256 threads) on kTurnBarrier + c before each turn; the consumer
+// before it arrives there (bar.arrive) once its turn's wgmma are issued. The
+// last consumer arrives on consumer 0's barrier before its first turn, and
+// consumer 0 waits once more after its last, so both barriers end with every
+// instance complete. In the epilogue, each consumer's 128 threads synchronise
+// on kEpilogueBarrier + c between their stmatrix writes and the TMA store.
 //
 // Not yet in this kernel: FA3's wider tiles for d64 and d128 (192 x 128,
 // 128 x 176; why not, in Sm90Traits), skipping per consumer the tiles its own

@@ -233,10 +233,9 @@ __device__ __forceinline__ void store_output(const Sm90Cta<kHeadDim>& cta, const
 // accumulators in registers, then its epilogue. The steps of a tile are the
 // lambdas below; the key loop at the end puts them in the schedule's order.
 template <typename Element, int kHeadDim, bool kDropout>
-__device__ __forceinline__ void consume_key_tiles(const Sm90Cta<kHeadDim>& cta, const AttentionParams& params,
-                                                  int consumer, const float& scale_log2,
-                                                  const Sm90Schedule& schedule, const CUtensorMap* o_map,
-                                                  float* __restrict__ lse) {
+__device__ void consume_key_tiles(const Sm90Cta<kHeadDim>& cta, const AttentionParams& params, int consumer,
+                                  const float& scale_log2, const Sm90Schedule& schedule, const CUtensorMap* o_map,
+                                  float* __restrict__ lse) {
   using T = Sm90Traits<kHeadDim>;
   using State = typename Sm90Cta<kHeadDim>::Pipeline::State;
   const KeyTileRange tiles = cta.tiles;
@@ -247,7 +246,8 @@ __device__ __forceinline__ void consume_key_tiles(const Sm90Cta<kHeadDim>& cta, 
   const int row0 = consumer_row + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
   const int lane_column = 2 * (lane % 4);                // its first key in each 8-key group
   int visible_begin[2], visible_end[2];
-  fragment_visible_keys(params.mask, row0, cta.len_q, cta.len_k, visible_begin, visible_end);
+  const int len_q = cta.len_q, len_k = cta.len_k;  // the lambdas capture these, not the whole CTA
+  fragment_visible_keys(params.mask, row0, len_q, len_k, visible_begin, visible_end);
 
   // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
   // 16·warp + lane / 4 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane % 4) + (i & 1).
@@ -316,7 +316,7 @@ __device__ __forceinline__ void consume_key_tiles(const Sm90Cta<kHeadDim>& cta, 
     scale_and_mask_scores<T::kBlockN / 8>(
         [&](int n, int e) -> float& { return scores[4 * n + e]; },
         tile_fully_visible(params.mask, consumer_row, consumer_row + T::kConsumerRows, first_key,
-                           first_key + T::kBlockN, cta.len_q, cta.len_k),
+                           first_key + T::kBlockN, len_q, len_k),
         visible_begin, visible_end, first_key, lane_column, scale_log2);
     float tile_max[2] = {kNegativeInfinity, kNegativeInfinity};
 #pragma unroll

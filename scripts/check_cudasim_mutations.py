@@ -65,25 +65,28 @@ MUTATIONS = [
      "dq_rows[8 * n] = dq[n][0];\n      dq_rows[8 * n + 1] = dq[n][1];",
      "Matrix/*/fwdbwd_fp16_d64_none_q200_k200:Matrix/*/fwdbwd_bf16_d128_causal_bottom_right_q257_k129"),
 ]
-# The Hopper GEMM (kernels/cuda/hopper_gemm.cu) under the simulator's Hopper rules.
+# The Hopper GEMM (kernels/cuda/hopper_gemm.cu) under the simulator's Hopper rules, and the building blocks
+# it shares with cuda.flash.sm90 (the pipeline, the epilogue, the descriptors) as the GEMM uses them.
 HOPPER_GEMM = "Sizes/HopperGemm.*"
 GEMM = "kernels/cuda/hopper_gemm.cu"
+PIPELINE = "kernels/cuda/hopper_pipeline.hpp"
+EPILOGUE = "kernels/cuda/hopper_epilogue.hpp"
 MUTATIONS += [
-    ("proxy_fence_removed", "the GEMM epilogue's fence.proxy.async before the TMA store removed", GEMM,
-     "  fence_proxy_async();\n  named_barrier_sync(1 + consumer, 128);", "  named_barrier_sync(1 + consumer, 128);",
+    ("proxy_fence_removed", "the epilogue's fence.proxy.async before the TMA store removed (the GEMM's tests)",
+     EPILOGUE, "  fence_proxy_async();\n  named_barrier_sync(barrier, 128);", "  named_barrier_sync(barrier, 128);",
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
-    ("full_wait_wrong_parity", "the consumers wait on the wrong parity of a stage's full mbarrier", GEMM,
-     "mbarrier_wait_parity(full(s), static_cast<std::uint32_t>(kt / T::kStages) & 1u);",
-     "mbarrier_wait_parity(full(s), (static_cast<std::uint32_t>(kt / T::kStages) & 1u) ^ 1u);",
+    ("full_wait_wrong_parity", "the consumers wait on the wrong parity of a stage's full mbarrier", PIPELINE,
+     "mbarrier_wait_parity(full(part, state.stage()), state.phase());",
+     "mbarrier_wait_parity(full(part, state.stage()), state.phase() ^ 1u);",
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
     ("expect_tx_short", "the producer's expect_tx announces 16 bytes fewer than a stage's copies deliver", GEMM,
-     "mbarrier_arrive_expect_tx(full(s), T::kStageBytes);", "mbarrier_arrive_expect_tx(full(s), T::kStageBytes - 16);",
+     "ring.producer_arm(state, T::kStageBytes);", "ring.producer_arm(state, T::kStageBytes - 16);",
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
     ("wgmma_wait_leaves_group", "the last wgmma.wait_group leaves the accumulators' group in flight", GEMM,
      "  wgmma_wait_group<0>();\n", "  wgmma_wait_group<1>();\n", HOPPER_GEMM, "test_cudasim_hopper_gemm"),
-    ("descriptor_stride_wrong", "the operands' stride byte offset (8-row groups) halved in the matrix descriptor",
-     GEMM, "8 * GemmTraits::kRowBytes, MatrixSwizzle::bytes128", "4 * GemmTraits::kRowBytes, MatrixSwizzle::bytes128",
-     HOPPER_GEMM, "test_cudasim_hopper_gemm"),
+    ("descriptor_stride_wrong", "the K-major operands' stride byte offset (8-row groups) halved in the matrix "
+     "descriptor", "kernels/cuda/matrix_descriptor.hpp", "first_row * 128 + 32 * (step % 4)), 16, 1024,",
+     "first_row * 128 + 32 * (step % 4)), 16, 512,", HOPPER_GEMM, "test_cudasim_hopper_gemm"),
     ("tma_swizzle_mismatch", "A's tensor map loads unswizzled while its descriptor reads 128-byte swizzle", GEMM,
      'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_128B, "A")', 'T::kBlockM, bf16, CU_TENSOR_MAP_SWIZZLE_NONE, "A")',
      HOPPER_GEMM, "test_cudasim_hopper_gemm"),
@@ -93,27 +96,26 @@ SM90_SHAPES = "Shapes/FlashSm90.*"
 SM90 = "kernels/cuda/flash_sm90_forward.cu"
 MUTATIONS += [
     ("sm90_empty_arrival_dropped", "a consumer never returns a K/V stage to the producer (empty arrival dropped)",
-     SM90, "    if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));", "", SM90_SHAPES,
+     SM90, "    if (thread == 0) kv.consumer_release(stage);  // both products reading it are done", "", SM90_SHAPES,
      "test_cudasim_flash_sm90"),
     ("sm90_parity_not_flipped", "the consumers wait on parity 0 of a stage's K barrier on every use", SM90,
-     "mbarrier_wait_parity(k_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);",
-     "mbarrier_wait_parity(k_full(s), 0u);", SM90_SHAPES,
+     "kv.consumer_wait(stage, T::kKeys);", "kv.consumer_wait(State{stage.stage()}, T::kKeys);", SM90_SHAPES,
      "test_cudasim_flash_sm90"),
     ("sm90_softmax_reads_unfinished_s", "the wgmma wait before the overlapped softmax leaves the S group in flight",
      SM90, "    wgmma_wait_group<1>();\n    wgmma_fence_operand(scores);",
      "    wgmma_wait_group<2>();\n    wgmma_fence_operand(scores);", SM90_SHAPES, "test_cudasim_flash_sm90"),
     ("sm90_expect_tx_short", "the producer's expect_tx for a V tile announces 16 bytes fewer than its copies deliver",
-     SM90, "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);",
-     "mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes - 16);", SM90_SHAPES, "test_cudasim_flash_sm90"),
+     SM90, "kv.producer_arm(state, T::kKeyTileBytes, T::kValues);",
+     "kv.producer_arm(state, T::kKeyTileBytes - 16, T::kValues);", SM90_SHAPES, "test_cudasim_flash_sm90"),
     ("sm90_turn_not_awaited", "a consumer issues its GEMMs without waiting for its ping-pong turn", SM90,
      "if (schedule.pingpong) named_barrier_sync(", "if (false) named_barrier_sync(",
      SM90_SHAPES + ":FlashSm90Schedule.*", "test_cudasim_flash_sm90"),
     ("sm90_turn_not_passed", "a consumer never passes the ping-pong turn on", SM90,
      "if (schedule.pingpong) named_barrier_arrive(", "if (false) named_barrier_arrive(",
      SM90_SHAPES + ":FlashSm90Schedule.*", "test_cudasim_flash_sm90"),
-    ("sm90_proxy_fence_removed", "the fence.proxy.async between the epilogue's stmatrix and its TMA store removed",
-     SM90, "  fence_proxy_async();\n  named_barrier_sync(kFirstEpilogueBarrier + consumer, 128);",
-     "  named_barrier_sync(kFirstEpilogueBarrier + consumer, 128);", SM90_SHAPES, "test_cudasim_flash_sm90"),
+    ("sm90_proxy_fence_removed", "the fence.proxy.async between the epilogue's stmatrix and its TMA store removed "
+     "(cuda.flash.sm90's tests)", EPILOGUE, "  fence_proxy_async();\n  named_barrier_sync(barrier, 128);",
+     "  named_barrier_sync(barrier, 128);", SM90_SHAPES, "test_cudasim_flash_sm90"),
     ("sm90_single_try_wait", "mbarrier_wait_parity takes one try_wait as the wait (a time-out passes it)",
      "kernels/cuda/hopper_primitives.hpp",
      "  while (!mbarrier_try_wait_parity(barrier, parity)) {\n  }",

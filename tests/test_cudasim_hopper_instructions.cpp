@@ -63,6 +63,23 @@ TEST(CudasimMatrixDescriptor, TheKernelsEncoderWritesTheIsasFields) {
   EXPECT_EQ(attnbench::advance_matrix_descriptor(0x4000004000010040ull, 32), 0x4000004000010042ull);
 }
 
+// The Hopper kernels' operands: tiles in 64-column panels of 128-byte rows with the 128-byte swizzle.
+// K-major: step s of row r starts at panel s / 4, row r, 32 bytes per step in the row; MN-major: step s
+// starts 16 rows down, the panels `panel_bytes` apart as the leading offset. 8-row groups are 1024 apart.
+TEST(CudasimMatrixDescriptor, ThePanelHelpersAddressEachK16StepOfATile) {
+  const MatrixDescriptor k = decode_matrix_descriptor(attnbench::k_major_descriptor(0x1000, 16384, 64, 5));
+  EXPECT_EQ(k.start_address, 0x1000u + 16384u + 64u * 128u + 32u);
+  EXPECT_EQ(k.leading_byte_offset, 16u);
+  EXPECT_EQ(k.stride_byte_offset, 1024u);
+  EXPECT_EQ(k.swizzle, Swizzle::bytes128);
+  EXPECT_EQ(decode_matrix_descriptor(attnbench::k_major_descriptor(0x1000, 16384, 0, 3)).start_address, 0x1000u + 96u);
+  const MatrixDescriptor v = decode_matrix_descriptor(attnbench::mn_major_descriptor(0x8000, 10240, 2));
+  EXPECT_EQ(v.start_address, 0x8000u + 2u * 16u * 128u);
+  EXPECT_EQ(v.leading_byte_offset, 10240u);
+  EXPECT_EQ(v.stride_byte_offset, 1024u);
+  EXPECT_EQ(v.swizzle, Swizzle::bytes128);
+}
+
 // ---- 5.5.7 Swizzling Modes: the destination patterns, 16-byte chunks per 128-byte line ----
 
 // Position p of line r holds chunk kPattern[r][p] (the ISA's tables, which repeat).

@@ -19,6 +19,7 @@
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_sm90_forward.hpp"
+#include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/sm90a_device.hpp"
 
 namespace attnbench {
@@ -58,8 +59,8 @@ class CudaFlashSm90 final : public CudaImplementation {
 
   Verdict supports(const Problem& p) const override {
     if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
-    if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
-      return Verdict::no(std::string(name()) + " supports head_dim 64, 128 and 256, not " +
+    if (!Sm90HeadDims::contains(p.head_dim)) {
+      return Verdict::no(std::string(name()) + " supports head_dim " + Sm90HeadDims::names() + ", not " +
                          std::to_string(p.head_dim));
     }
     if (p.heads > kMaxGridHeads || p.batch > kMaxGridBatch) {
@@ -73,6 +74,7 @@ class CudaFlashSm90 final : public CudaImplementation {
   // The FlashAttention order: each query tile stays on chip while every
   // visible K/V tile streams past it; M is the CTA's shared memory.
   std::optional<TrafficModel> modelled_traffic(const Problem& p) const override {
+    if (!Sm90HeadDims::contains(p.head_dim)) return std::nullopt;  // no instance, no tiles to model
     const FlashSm90Shape shape = flash_sm90_shape(static_cast<int>(p.head_dim));
     const auto width = static_cast<int>(element_size(element_type(p.dtype)));
     FusedTiling tiling;

@@ -50,29 +50,34 @@
 //     in natural log, plain stores. Rows with no visible key get zeros and
 //     LSE −∞.
 //
+// Structure: the kernel is written from the Hopper blocks (docs/cudasim.md,
+// "Writing a Hopper kernel from the blocks"): shared memory is
+// Sm90Traits::Shared, the K/V stages go round an MbarrierPipeline
+// (kernels/cuda/hopper_pipeline.hpp), the epilogue is
+// store_accumulators_with_tma (hopper_epilogue.hpp), and the roles are
+// load_tiles (producer), consume_key_tiles (a consumer's key loop) and
+// store_output (its epilogue).
+//
 // Synchronisation. mbarriers, all initialised by thread 0 before the
 // __syncthreads that precedes the roles' split:
 //   - q_full (1 arrival + the Q tile's bytes): the producer arrives with
 //     expect_tx and the TMA loads complete it; each consumer waits for phase 0.
-//   - k_full[s], v_full[s] (1 arrival + the tile's bytes each): the producer
-//     arms them for the u-th use of stage s, the consumers wait for parity
-//     (u & 1), k_full before S, v_full before P·V; K and V of a stage are
-//     separate so S can start before V has landed.
-//   - empty[s] (one arrival per consumer warpgroup): thread 0 of a consumer
-//     arrives once its wgmma.wait_group 0 has covered both products reading
-//     the stage; the producer waits for parity (u & 1) ^ 1 before refilling
-//     (its first use waits for the phase before phase 0, already complete).
+//   - the kv ring, two full barriers per stage (part kKeys, part kValues: 1
+//     arrival + the tile's bytes each) and one empty barrier (one arrival per
+//     consumer warpgroup): the producer acquires a stage and arms K's and V's
+//     barrier before their loads; the consumers wait on K's before S and on
+//     V's before P·V, so S can start before V has landed, and thread 0 of
+//     each releases the stage once its wgmma.wait_group 0 has covered both
+//     products reading it.
 // Every consumer waits and arrives on every stage of the CTA's key range, so
 // the two stay in step with the producer even where one has no visible key.
-// Named barriers, with the ping-pong: consumer c waits (bar.sync, 256 threads)
-// on barrier 1 + c before each turn; the consumer before it arrives there
-// (bar.arrive) once its turn's wgmma are issued. The last consumer arrives on
-// consumer 0's barrier before its first turn, and consumer 0 waits once more
-// after its last, so both barriers end with every instance complete. In the
-// epilogue, each consumer's stmatrix writes are made visible to the async
-// proxy (fence.proxy.async) and its 128 threads synchronise on barrier 3 + c
-// before its thread 0 issues the TMA stores, then waits until they have read
-// shared memory (cp.async.bulk.wait_group.read 0) before the CTA may exit.
+// Named barriers (Sm90NamedBarrier), with the ping-pong: consumer c waits
+// (bar.sync, 256 threads) on kTurnBarrier + c before each turn; the consumer
+// before it arrives there (bar.arrive) once its turn's wgmma are issued. The
+// last consumer arrives on consumer 0's barrier before its first turn, and
+// consumer 0 waits once more after its last, so both barriers end with every
+// instance complete. In the epilogue, each consumer's 128 threads synchronise
+// on kEpilogueBarrier + c between their stmatrix writes and the TMA store.
 //
 // Not yet in this kernel: FA3's wider tiles for d64 and d128 (192 x 128,
 // 128 x 176; why not, in Sm90Traits), skipping per consumer the tiles its own
@@ -83,14 +88,19 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/common/online_softmax.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/fragment_softmax.hpp"
+#include "kernels/cuda/hopper_epilogue.hpp"
+#include "kernels/cuda/hopper_pipeline.hpp"
 #include "kernels/cuda/hopper_primitives.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/matrix_descriptor.hpp"
@@ -102,102 +112,141 @@ ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
-// The ping-pong's named barriers: consumer c waits for its turn on barrier
-// kFirstTurnBarrier + c (0 is __syncthreads's), with its 128 threads waiting
-// and the previous consumer's 128 arriving.
-constexpr int kFirstTurnBarrier = 1, kTurnThreads = 256;
-// Each consumer's epilogue synchronises its 128 threads on barrier
-// kFirstEpilogueBarrier + consumer before the TMA store.
-constexpr int kFirstEpilogueBarrier = 3;
 
-// A K-major operand (Q as A of Q·Kᵀ, K as its B) in panels of 128-byte rows:
-// the k16 step `step` of the head dim is 32 bytes into panel step / 4; 8-row
-// groups are 1024 bytes apart.
-__device__ __forceinline__ std::uint64_t k_major_descriptor(std::uint32_t tile, int panel_bytes, int first_row,
-                                                            int step) {
-  const auto start = tile + static_cast<std::uint32_t>(step / 4 * panel_bytes + first_row * 128 + 32 * (step % 4));
-  return make_matrix_descriptor(start, 16, 1024, MatrixSwizzle::bytes128);
-}
+// The named barriers (bar.sync ids; 0 is __syncthreads's), each a first id
+// to which the consumer's index is added.
+enum Sm90NamedBarrier : int {
+  // Consumer c waits for its ping-pong turn on kTurnBarrier + c, its 128
+  // threads waiting and the previous consumer's 128 arriving.
+  kTurnBarrier = 1,
+  // Consumer c's 128 threads before its TMA store of O.
+  kEpilogueBarrier = 3,
+};
+constexpr int kTurnThreads = 256;
 
-// V as the MN-major B operand of P·V for keys 16·step …: element (dim n, key k)
-// at (n % 64)·2 + (n / 64)·panel (the leading offset) + (k % 8)·128 + (k / 8)·1024
-// (the stride offset), from the step's first key row.
-__device__ __forceinline__ std::uint64_t v_descriptor(std::uint32_t tile, int panel_bytes, int step) {
-  return make_matrix_descriptor(tile + static_cast<std::uint32_t>(step * 16 * 128), static_cast<std::uint32_t>(panel_bytes),
-                                1024, MatrixSwizzle::bytes128);
-}
-
-template <typename Element, int kHeadDim, bool kDropout>
-__global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
-    flash_sm90_forward_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
-                              const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
-                              AttentionParams params, float* __restrict__ lse, float scale_log2,
-                              Sm90Schedule schedule) {
+// What every role of a CTA knows: where its rows are, the key tiles they can
+// see, and the 32-bit shared addresses of its storage (Sm90Traits::Shared).
+template <int kHeadDim>
+struct Sm90Cta {
   using T = Sm90Traits<kHeadDim>;
-  const std::uint32_t window = shared_address(dynamic_shared_memory());
-  const std::uint32_t base = (window + 1023) / 1024 * 1024;
-  const std::uint32_t q_tile = base;
-  const auto k_tile = [&](int s) { return base + static_cast<std::uint32_t>(T::kKOffset + s * T::kKeyTileBytes); };
-  const auto v_tile = [&](int s) { return base + static_cast<std::uint32_t>(T::kVOffset + s * T::kKeyTileBytes); };
-  const std::uint32_t q_full = base + T::kBarrierOffset;
-  const auto k_full = [&](int s) { return q_full + 8u * static_cast<std::uint32_t>(1 + s); };
-  const auto v_full = [&](int s) { return k_full(s) + 8u * T::kStages; };
-  const auto empty = [&](int s) { return v_full(s) + 8u * T::kStages; };
+  using Shared = typename T::Shared;
+  using Pipeline = MbarrierPipeline<T::kStages, 2>;
+  static_assert(kTurnBarrier + T::kConsumers <= kEpilogueBarrier && kEpilogueBarrier + T::kConsumers <= 16,
+                "each consumer's named barriers apart, ids up to 15");
 
-  const int query_tile = flash_query_tile_of_block(static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
-  const auto head = static_cast<int>(blockIdx.y);
-  const auto batch = static_cast<int>(blockIdx.z);
-  const auto kv_head = static_cast<int>(params.kv_head_of(head));
-  const auto len_q = static_cast<int>(params.length_q(batch));
-  const auto len_k = static_cast<int>(params.length_k(batch));
-  const int cta_row = query_tile * T::kBlockM;
-  const KeyTileRange tiles = flash_key_tiles(params.mask, cta_row, cta_row + T::kBlockM, len_q, len_k, T::kBlockN);
-  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  std::uint32_t shared;
+  int head, kv_head, batch, len_q, len_k, cta_row;
+  KeyTileRange tiles;
 
-  if (threadIdx.x == 0) {
-    mbarrier_init(q_full, 1);
-    for (int s = 0; s < T::kStages; ++s) {
-      mbarrier_init(k_full(s), 1);
-      mbarrier_init(v_full(s), 1);
-      mbarrier_init(empty(s), T::kConsumers);
-    }
+  __device__ __forceinline__ explicit Sm90Cta(const AttentionParams& params)
+      : shared(shared_storage_base()),
+        head(static_cast<int>(blockIdx.y)),
+        kv_head(static_cast<int>(params.kv_head_of(head))),
+        batch(static_cast<int>(blockIdx.z)),
+        len_q(static_cast<int>(params.length_q(batch))),
+        len_k(static_cast<int>(params.length_k(batch))),
+        cta_row(flash_query_tile_of_block(static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)) * T::kBlockM),
+        tiles(flash_key_tiles(params.mask, cta_row, cta_row + T::kBlockM, len_q, len_k, T::kBlockN)) {}
+
+  __device__ __forceinline__ std::uint32_t at(std::size_t offset) const {
+    return shared + static_cast<std::uint32_t>(offset);
+  }
+  __device__ __forceinline__ std::uint32_t q_tile() const { return at(offsetof(Shared, q)); }
+  __device__ __forceinline__ std::uint32_t k_tile(int stage) const {
+    return at(offsetof(Shared, k)) + static_cast<std::uint32_t>(stage * T::kKeyTileBytes);
+  }
+  __device__ __forceinline__ std::uint32_t v_tile(int stage) const {
+    return at(offsetof(Shared, v)) + static_cast<std::uint32_t>(stage * T::kKeyTileBytes);
+  }
+  __device__ __forceinline__ std::uint32_t q_full() const { return at(offsetof(Shared, q_full)); }
+  __device__ __forceinline__ Pipeline kv() const { return Pipeline(at(offsetof(Shared, kv))); }
+
+  // By thread 0 before the __syncthreads that precedes the roles' split.
+  __device__ __forceinline__ void init_barriers() const {
+    mbarrier_init(q_full(), 1);
+    kv().init(T::kConsumers);
     fence_mbarrier_init();
   }
-  __syncthreads();
+};
 
-  if (warpgroup == 0) {
-    setmaxnreg_dec<T::kProducerRegisters>();
-    if (threadIdx.x < 32 && elect_one_sync() && !tiles.empty()) {
-      mbarrier_arrive_expect_tx(q_full, T::kQBytes);
-      for (int panel = 0; panel < T::kPanels; ++panel) {
-        tma_load(q_tile + panel * T::kQPanelBytes, &q_map, q_full, 64 * panel, cta_row, head, batch);
-      }
-      for (int tile = tiles.first; tile < tiles.end; ++tile) {
-        const int use = tile - tiles.first, s = use % T::kStages;
-        mbarrier_wait_parity(empty(s), (static_cast<std::uint32_t>(use / T::kStages) & 1u) ^ 1u);
-        mbarrier_arrive_expect_tx(k_full(s), T::kKeyTileBytes);
-        for (int panel = 0; panel < T::kPanels; ++panel) {
-          tma_load(k_tile(s) + panel * T::kKeyPanelBytes, &k_map, k_full(s), 64 * panel, tile * T::kBlockN, kv_head,
-                   batch);
-        }
-        mbarrier_arrive_expect_tx(v_full(s), T::kKeyTileBytes);
-        for (int panel = 0; panel < T::kPanels; ++panel) {
-          tma_load(v_tile(s) + panel * T::kKeyPanelBytes, &v_map, v_full(s), 64 * panel, tile * T::kBlockN, kv_head,
-                   batch);
-        }
-      }
-    }
-    return;
+// The producer, one elected thread: the CTA's Q tile once, then the K and V
+// tiles of its key range through the kv ring, K and V of a stage each on its
+// own full barrier, panel by panel.
+template <int kHeadDim>
+__device__ __forceinline__ void load_tiles(const Sm90Cta<kHeadDim>& cta, const CUtensorMap* q_map,
+                                           const CUtensorMap* k_map, const CUtensorMap* v_map) {
+  using T = Sm90Traits<kHeadDim>;
+  mbarrier_arrive_expect_tx(cta.q_full(), T::kQBytes);
+  for (int panel = 0; panel < T::kPanels; ++panel) {
+    tma_load(cta.q_tile() + panel * T::kQPanelBytes, q_map, cta.q_full(), 64 * panel, cta.cta_row, cta.head,
+             cta.batch);
   }
+  const auto kv = cta.kv();
+  typename Sm90Cta<kHeadDim>::Pipeline::State state;
+  for (int tile = cta.tiles.first; tile < cta.tiles.end; ++tile, state.advance()) {
+    kv.producer_acquire(state);
+    const std::uint32_t k_full = kv.producer_arm(state, T::kKeyTileBytes, T::kKeys);
+    for (int panel = 0; panel < T::kPanels; ++panel) {
+      tma_load(cta.k_tile(state.stage()) + panel * T::kKeyPanelBytes, k_map, k_full, 64 * panel, tile * T::kBlockN,
+               cta.kv_head, cta.batch);
+    }
+    const std::uint32_t v_full = kv.producer_arm(state, T::kKeyTileBytes, T::kValues);
+    for (int panel = 0; panel < T::kPanels; ++panel) {
+      tma_load(cta.v_tile(state.stage()) + panel * T::kKeyPanelBytes, v_map, v_full, 64 * panel, tile * T::kBlockN,
+               cta.kv_head, cta.batch);
+    }
+  }
+}
 
-  setmaxnreg_inc<T::kConsumerRegisters>();
-  const int consumer = warpgroup - 1;
+// The epilogue of a consumer: O = output · keep_scale / l (zeros for a row
+// without keys), LSE with plain stores, then O through the shared epilogue
+// (hopper_epilogue.hpp), staged over the consumer's own rows of the Q tile,
+// which only its finished S products read, in the Q loads' layout.
+template <typename Element, int kHeadDim, bool kDropout>
+__device__ __forceinline__ void store_output(const Sm90Cta<kHeadDim>& cta, const AttentionParams& params,
+                                             int consumer, int row0, float (&output)[kHeadDim / 2],
+                                             SoftmaxRowState<float> (&state)[2], const CUtensorMap* o_map,
+                                             float* __restrict__ lse) {
+  using T = Sm90Traits<kHeadDim>;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  float normalizer[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + 8 * half;
+    state[half].sum = quad_sum(state[half].sum);
+    const float keep_scale = kDropout ? params.dropout.keep_scale : 1.0f;
+    normalizer[half] = state[half].sum > 0.0f ? keep_scale / state[half].sum : 0.0f;
+    if (row < params.seqlen_q && lane % 4 == 0) {
+      lse[(static_cast<std::int64_t>(cta.batch) * params.heads + cta.head) * params.seqlen_q + row] =
+          online_softmax_lse<float, FastExp2>(state[half]) * 0.6931471805599453f;  // log2 to natural log
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) output[i] *= normalizer[(i >> 1) & 1];
+  const int consumer_row = cta.cta_row + T::kConsumerRows * consumer;
+  store_accumulators_with_tma<Element, kHeadDim>(
+      output, cta.q_tile() + static_cast<std::uint32_t>(T::kConsumerRows * consumer * T::kRowBytes),
+      T::kQPanelBytes, kEpilogueBarrier + consumer, o_map, 0, consumer_row, cta.head, cta.batch);
+}
+
+// A consumer warpgroup: its 64 query rows through the CTA's key tiles, the
+// accumulators in registers, then its epilogue. The steps of a tile are the
+// lambdas below; the key loop at the end puts them in the schedule's order.
+template <typename Element, int kHeadDim, bool kDropout>
+__device__ void consume_key_tiles(const Sm90Cta<kHeadDim>& cta, const AttentionParams& params, int consumer,
+                                  const float& scale_log2, const Sm90Schedule& schedule, const CUtensorMap* o_map,
+                                  float* __restrict__ lse) {
+  using T = Sm90Traits<kHeadDim>;
+  using State = typename Sm90Cta<kHeadDim>::Pipeline::State;
+  const KeyTileRange tiles = cta.tiles;
+  const auto kv = cta.kv();
   const int thread = static_cast<int>(threadIdx.x) % 128;
   const int warp = thread / 32, lane = thread % 32;
-  const int consumer_row = cta_row + T::kConsumerRows * consumer;
+  const int consumer_row = cta.cta_row + T::kConsumerRows * consumer;
   const int row0 = consumer_row + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
   const int lane_column = 2 * (lane % 4);                // its first key in each 8-key group
   int visible_begin[2], visible_end[2];
+  const int len_q = cta.len_q, len_k = cta.len_k;  // the lambdas capture these, not the whole CTA
   fragment_visible_keys(params.mask, row0, len_q, len_k, visible_begin, visible_end);
 
   // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
@@ -209,28 +258,42 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   std::uint32_t p[T::kBlockN / 16][4];  // P(j) as wgmma A fragments, one per 16 keys
   SoftmaxRowState<float> state[2];
 
-  // S = Q·Kᵀ of a tile for the warpgroup's 64 rows, issued and committed as one group.
-  const auto issue_scores = [&](int tile) {
-    const int use = tile - tiles.first, s = use % T::kStages;
-    mbarrier_wait_parity(k_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
+  // S = Q·Kᵀ of the stage's K tile for the warpgroup's 64 rows, issued and committed as one group.
+  const auto issue_scores = [&](State stage) {
+    kv.consumer_wait(stage, T::kKeys);
     wgmma_fence_operand(scores);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < kHeadDim / 16; ++step) {
-      wgmma_ss<T::kBlockN, Element>(scores,
-                                    k_major_descriptor(q_tile, T::kQPanelBytes, T::kConsumerRows * consumer, step),
-                                    k_major_descriptor(k_tile(s), T::kKeyPanelBytes, 0, step), step > 0);
+      wgmma_ss<T::kBlockN, Element>(
+          scores, k_major_descriptor(cta.q_tile(), T::kQPanelBytes, T::kConsumerRows * consumer, step),
+          k_major_descriptor(cta.k_tile(stage.stage()), T::kKeyPanelBytes, 0, step), step > 0);
     }
     wgmma_commit_group();
     wgmma_fence_operand(scores);
   };
+  // O += P·V of the stage's V tile, issued and committed as one group.
+  const auto issue_output = [&](State stage) {
+    kv.consumer_wait(stage, T::kValues);
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < T::kBlockN / 16; ++step) {
+      wgmma_rs<kHeadDim, Element, Major::mn>(
+          output, p[step], mn_major_descriptor(cta.v_tile(stage.stage()), T::kKeyPanelBytes, step), true);
+    }
+    wgmma_commit_group();
+    wgmma_fence_operand(output);
+    wgmma_fence_operand(p);
+  };
   // A turn of the ping-pong: wait for the previous consumer to have issued its
   // GEMMs, issue this consumer's, pass the turn on to the next.
   const auto await_turn = [&] {
-    if (schedule.pingpong) named_barrier_sync(kFirstTurnBarrier + consumer, kTurnThreads);
+    if (schedule.pingpong) named_barrier_sync(kTurnBarrier + consumer, kTurnThreads);
   };
   const auto pass_turn = [&] {
-    if (schedule.pingpong) named_barrier_arrive(kFirstTurnBarrier + (consumer + 1) % T::kConsumers, kTurnThreads);
+    if (schedule.pingpong) named_barrier_arrive(kTurnBarrier + (consumer + 1) % T::kConsumers, kTurnThreads);
   };
   // wgmma.wait_group, then the registers of the products it covers are pinned after it.
   const auto wait_for_scores = [&] {  // all but the last group (P·V)
@@ -288,8 +351,9 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
       std::uint64_t keep = 0;
 #pragma unroll 1
       for (int group = 0; group < T::kBlockN / 8; ++group) {
-        keep |= std::uint64_t{dropout_keep_bits(params.dropout, static_cast<std::uint32_t>(batch),
-                                                static_cast<std::uint32_t>(head), row0, first_key + 8 * group, lane)}
+        keep |= std::uint64_t{dropout_keep_bits(params.dropout, static_cast<std::uint32_t>(cta.batch),
+                                                static_cast<std::uint32_t>(cta.head), row0, first_key + 8 * group,
+                                                lane)}
                 << (4 * group);
       }
 #pragma unroll
@@ -304,34 +368,21 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
     }
   };
 
-  // O += P(tile)·V(tile), issued and committed as one group.
-  const auto issue_output = [&](int tile) {
-    const int use = tile - tiles.first, s = use % T::kStages;
-    mbarrier_wait_parity(v_full(s), static_cast<std::uint32_t>(use / T::kStages) & 1u);
-    wgmma_fence_operand(output);
-    wgmma_fence_operand(p);
-    wgmma_fence();
-#pragma unroll
-    for (int step = 0; step < T::kBlockN / 16; ++step) {
-      wgmma_rs<kHeadDim, Element, Major::mn>(output, p[step], v_descriptor(v_tile(s), T::kKeyPanelBytes, step), true);
-    }
-    wgmma_commit_group();
-    wgmma_fence_operand(output);
-    wgmma_fence_operand(p);
-  };
   // The key loop. With the overlap, S of tile j + 1 is issued before
   // O += P(j)·V(j) and its softmax runs while that product is in flight
   // (wgmma.wait_group 1); without, each tile's S, softmax and P·V run one after
   // the other. The issues between two softmaxes are one turn of the ping-pong.
   // The last consumer hands consumer 0 its first turn, and consumer 0 takes
   // the turn the last consumer passes after its final one, so every barrier
-  // instance completes.
+  // instance completes. `stage` is the ring's state for the tile whose P·V
+  // comes next; S runs a tile ahead of it, on stage.next().
   if (!tiles.empty() && consumer == T::kConsumers - 1) pass_turn();
+  State stage;
   if (!tiles.empty()) {
-    mbarrier_wait_parity(q_full, 0);
+    mbarrier_wait_parity(cta.q_full(), 0);
     float factor[2];
     await_turn();
-    issue_scores(tiles.first);
+    issue_scores(stage);
     pass_turn();
     wait_for_all();
     softmax(tiles.first, factor);
@@ -340,83 +391,59 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   // Every tile but the last has a next one (the loop holds no test for it, so
   // each wgmma.wait_group sees one known set of groups in flight); the last
   // tile's P·V follows the loop.
-  for (int tile = tiles.first; tile + 1 < tiles.end; ++tile) {
+  for (int tile = tiles.first; tile + 1 < tiles.end; ++tile, stage.advance()) {
     float factor[2];
     if (T::kSoftmaxOverlapFits && schedule.softmax_overlaps_pv) {
       await_turn();
-      issue_scores(tile + 1);  // fences the writes of O and P above
-      issue_output(tile);
+      issue_scores(stage.next());  // fences the writes of O and P above
+      issue_output(stage);
       pass_turn();
       wait_for_scores();  // S(j + 1) is done; P(j)·V(j) may still run
       softmax(tile + 1, factor);
       wait_for_all();
     } else {
       await_turn();
-      issue_output(tile);
+      issue_output(stage);
       wait_for_all();
-      issue_scores(tile + 1);
+      issue_scores(stage.next());
       pass_turn();
       wait_for_all();
       softmax(tile + 1, factor);
     }
-    if (thread == 0) mbarrier_arrive(empty((tile - tiles.first) % T::kStages));  // both products reading it are done
+    if (thread == 0) kv.consumer_release(stage);  // both products reading it are done
     rescale_and_pack(tile + 1, factor);
   }
   if (!tiles.empty()) {
     await_turn();
-    issue_output(tiles.end - 1);
+    issue_output(stage);
     pass_turn();
     wait_for_all();
-    if (thread == 0) mbarrier_arrive(empty((tiles.end - 1 - tiles.first) % T::kStages));
+    if (thread == 0) kv.consumer_release(stage);
   }
   if (!tiles.empty() && consumer == 0) await_turn();
 
-  // Epilogue: O = output · keep_scale / l (zeros for a row without keys),
-  // rounded and written with stmatrix over the consumer's own rows of the Q
-  // tile (its S products, the only readers, are done), in the layout the Q
-  // loads used (64-column panels, 128-byte swizzle); then fenced for the async
-  // proxy, the consumer synchronised on its named barrier, and one thread
-  // stores the panels with TMA (rows past the tensor are not written). LSE
-  // with plain stores.
-  float normalizer[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = row0 + 8 * half;
-    state[half].sum = quad_sum(state[half].sum);
-    const float keep_scale = kDropout ? params.dropout.keep_scale : 1.0f;
-    normalizer[half] = state[half].sum > 0.0f ? keep_scale / state[half].sum : 0.0f;
-    if (row < params.seqlen_q && lane % 4 == 0) {
-      lse[(static_cast<std::int64_t>(batch) * params.heads + head) * params.seqlen_q + row] =
-          online_softmax_lse<float, FastExp2>(state[half]) * 0.6931471805599453f;  // log2 to natural log
-    }
+  store_output<Element, kHeadDim, kDropout>(cta, params, consumer, row0, output, state, o_map, lse);
+}
+
+template <typename Element, int kHeadDim, bool kDropout>
+__global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
+    flash_sm90_forward_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
+                              AttentionParams params, float* __restrict__ lse, float scale_log2,
+                              Sm90Schedule schedule) {
+  using T = Sm90Traits<kHeadDim>;
+  const Sm90Cta<kHeadDim> cta(params);
+  if (threadIdx.x == 0) cta.init_barriers();
+  __syncthreads();
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  if (warpgroup == 0) {
+    setmaxnreg_dec<T::kProducerRegisters>();
+    if (threadIdx.x < 32 && elect_one_sync() && !cta.tiles.empty()) load_tiles(cta, &q_map, &k_map, &v_map);
+    return;
   }
-  const std::uint32_t staging = q_tile + static_cast<std::uint32_t>(T::kConsumerRows * consumer * T::kRowBytes);
-  // stmatrix takes the lane addresses ldmatrix would for an A fragment.
-  const FragmentPosition lane_position = ldmatrix_row_for_a(lane);
-  const int lane_row = 16 * warp + lane_position.row;
-#pragma unroll
-  for (int j = 0; j < kHeadDim / 8; j += 2) {  // 16 columns: four 8 x 8 matrices
-    std::uint32_t registers[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const int i = 4 * j + 2 * m;  // matrices: rows 0-7 and 8-15 of columns 8j, then of 8j + 8
-      registers[m] = pack_pair<Element>(output[i] * normalizer[m % 2], output[i + 1] * normalizer[m % 2]);
-    }
-    const int column = 8 * j + lane_position.column;
-    store_matrix_x4(staging + static_cast<std::uint32_t>(column / 64 * T::kQPanelBytes +
-                                                         swizzled_lane_bytes(lane_row, column % 64 / 8, T::kRowBytes)),
-                    registers);
-  }
-  fence_proxy_async();
-  named_barrier_sync(kFirstEpilogueBarrier + consumer, 128);
-  if (thread == 0) {
-#pragma unroll
-    for (int panel = 0; panel < T::kPanels; ++panel) {
-      tma_store(&o_map, staging + panel * T::kQPanelBytes, 64 * panel, consumer_row, head, batch);
-    }
-    bulk_commit_group();
-    bulk_wait_group_read<0>();  // the staging rows must outlive the copies' reads
-  }
+  setmaxnreg_inc<T::kConsumerRegisters>();
+  consume_key_tiles<Element, kHeadDim, kDropout>(cta, params, warpgroup - 1, scale_log2, schedule, &o_map, lse);
 }
 
 // Q, K, V or O as a 4-d tensor map (dim, sequence, head, batch) read or
@@ -474,29 +501,29 @@ void launch_for_dropout(const AttentionParams& params, const AttentionBuffers& b
   }
 }
 
+[[noreturn]] void unlisted_head_dim(std::int64_t head_dim) {
+  throw std::invalid_argument("cuda.flash.sm90 has no instance for head_dim " + std::to_string(head_dim));
+}
+
 template <typename Element>
 void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers,
                          Sm90Schedule schedule, cudaStream_t stream) {
-  if (params.head_dim == 64) {
-    launch_for_dropout<Element, 64>(params, buffers, schedule, stream);
-  } else if (params.head_dim == 128) {
-    launch_for_dropout<Element, 128>(params, buffers, schedule, stream);
-  } else {
-    launch_for_dropout<Element, 256>(params, buffers, schedule, stream);
-  }
-}
-
-template <int kHeadDim>
-FlashSm90Shape shape_of() {
-  using T = Sm90Traits<kHeadDim>;
-  return FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes, T::kSoftmaxOverlapFits};
+  const bool launched = Sm90HeadDims::dispatch(params.head_dim, [&](auto head_dim) {
+    launch_for_dropout<Element, decltype(head_dim)::value>(params, buffers, schedule, stream);
+  });
+  if (!launched) unlisted_head_dim(params.head_dim);
 }
 
 }  // namespace
 
 FlashSm90Shape flash_sm90_shape(int head_dim) {
-  if (head_dim == 64) return shape_of<64>();
-  return head_dim == 128 ? shape_of<128>() : shape_of<256>();
+  FlashSm90Shape shape{};
+  const bool listed = Sm90HeadDims::dispatch(head_dim, [&](auto listed_head_dim) {
+    using T = Sm90Traits<decltype(listed_head_dim)::value>;
+    shape = FlashSm90Shape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes, T::kSoftmaxOverlapFits};
+  });
+  if (!listed) unlisted_head_dim(head_dim);
+  return shape;
 }
 
 void launch_flash_sm90_forward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,

@@ -13,8 +13,9 @@
 namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 
-// The tile shape the kernel uses for `head_dim` (64, 128 or 256), for the
-// implementation's configuration record and traffic model.
+// The tile shape the kernel uses for `head_dim` (one of Sm90HeadDims,
+// kernels/cuda/flash_sm90_geometry.hpp), for the implementation's
+// configuration record and traffic model; std::invalid_argument for another.
 struct FlashSm90Shape {
   int block_m;          // query rows per CTA: 64 per consumer warpgroup
   int block_n;          // keys per K/V tile
@@ -36,7 +37,7 @@ struct Sm90Schedule {
   bool pingpong = true;
 };
 
-// Writes buffers.out and buffers.lse for head_dim 64, 128 or 256, fp16 or bf16,
+// Writes buffers.out and buffers.lse for every head_dim of Sm90HeadDims, fp16 or bf16,
 // every mask, padding, grouped heads, dropout and both layouts; `params` from
 // make_attention_params (lengths uploaded when padded). One kernel launch on
 // `stream`. Throws DeviceError when the driver refuses a tensor map.

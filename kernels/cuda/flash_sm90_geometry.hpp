@@ -6,7 +6,38 @@
 // (kernels/cuda/flash_geometry.hpp), shared with cuda.flash.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cuda/hopper_shared_storage.hpp"
+
 namespace attnbench {
+
+// The head dims the kernel is instantiated for, listed once: the launch's
+// dispatch, flash_sm90_shape() and the implementation's supports() read it.
+template <int... kHeadDims>
+struct HeadDimList {
+  static constexpr bool contains(std::int64_t head_dim) { return ((head_dim == kHeadDims) || ...); }
+  // Calls visit(std::integral_constant<int, d>{}) for the listed d equal to
+  // head_dim; false when none is.
+  template <typename Visit>
+  static bool dispatch(std::int64_t head_dim, Visit&& visit) {
+    return ((head_dim == kHeadDims ? (visit(std::integral_constant<int, kHeadDims>{}), true) : false) || ...);
+  }
+  // "64, 128 and 256", for messages.
+  static std::string names() {
+    const int dims[] = {kHeadDims...};
+    std::string text;
+    for (std::size_t i = 0; i < sizeof...(kHeadDims); ++i) {
+      if (i > 0) text += i + 1 == sizeof...(kHeadDims) ? " and " : ", ";
+      text += std::to_string(dims[i]);
+    }
+    return text;
+  }
+};
+using Sm90HeadDims = HeadDimList<64, 128, 256>;
 
 // Tile shape and budgets per head dim (64, 128 or 256), 16-bit elements.
 //   Registers per consumer thread, the accumulators: S is 64 × block_n fp32
@@ -27,9 +58,10 @@ namespace attnbench {
 //   spills there, 112 to 348 bytes with
 //   the overlap and 4 bytes with dropout even without it, so d64 keeps two
 //   consumers and 128 rows.
-//   Shared memory: Q (128 rows) + 2 stages × (K + V) of block_n rows: at d128
-//   32 + 2 × (32 + 32) = 160 KiB of the 227 KiB a CTA may have, d64 half of
-//   it; at d256 64 + 2 × (40 + 40) = 224 KiB (a third stage would not fit).
+//   Shared memory (Shared below): Q (128 rows) + 2 stages × (K + V) of
+//   block_n rows, then 7 mbarriers: at d128 32 + 2 × (32 + 32) = 160 KiB of
+//   the 227 KiB a CTA may have, d64 half of it; at d256 64 + 2 × (40 + 40) =
+//   224 KiB (a third stage would not fit), plus 1 KiB to align the base.
 // The masks are cut by the CTA's kBlockM rows (its key-tile range), by each
 // consumer's kConsumerRows (whether a tile needs the per-element predicates)
 // and by each warp's kWarpRows rows of the accumulator fragment (the visible
@@ -49,19 +81,27 @@ struct Sm90Traits {
   static constexpr int kKeyPanelBytes = kBlockN * kRowBytes;
   static constexpr int kQBytes = kPanels * kQPanelBytes;
   static constexpr int kKeyTileBytes = kPanels * kKeyPanelBytes;  // one K or V tile
-  static constexpr int kKOffset = kQBytes;
-  static constexpr int kVOffset = kKOffset + kStages * kKeyTileBytes;
-  static constexpr int kBarrierOffset = kVOffset + kStages * kKeyTileBytes;
-  static constexpr int kBarriers = 1 + 3 * kStages;
-  static constexpr int kSharedBytes = kBarrierOffset + 8 * kBarriers + 1024 /* alignment of the base */;
+  // The CTA's shared memory (hopper_shared_storage.hpp); the kv ring's full
+  // barriers are K's (part kKeys) and V's (kValues) of each stage.
+  static constexpr int kKeys = 0, kValues = 1;
+  struct Shared {
+    std::uint8_t q[kQBytes];
+    std::uint8_t k[kStages][kKeyTileBytes];
+    std::uint8_t v[kStages][kKeyTileBytes];
+    std::uint64_t q_full;
+    PipelineBarriers<kStages, 2> kv;
+  };
+  static constexpr int kSharedBytes = shared_bytes_of<Shared>();
   static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
-  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128 and 256");
+  static_assert(Sm90HeadDims::contains(kHeadDim), "an instance for each listed head dim");
   static constexpr int kAccumulatorRegisters = kBlockN / 2 + kBlockN / 4 + kHeadDim / 2;  // S, P, O
   static_assert(kAccumulatorRegisters <= 216, "the accumulators leave room for the rest of the consumer's 240");
   static constexpr bool kSoftmaxOverlapFits = kAccumulatorRegisters <= 160;
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "P·V takes keys in k16 steps; wgmma's N is at most 256");
-  static_assert(kSharedBytes <= 227 * 1024, "a CTA has at most 227 KiB of shared memory");
-  static_assert(kQPanelBytes % 1024 == 0 && kKeyPanelBytes % 1024 == 0, "panels keep the 1024-byte swizzle alignment");
+  static_assert(kSharedBytes <= kMaxSharedBytesSm90, "a CTA has at most 227 KiB of shared memory");
+  static_assert(kQPanelBytes % kSwizzleAlignment == 0 && kKeyPanelBytes % kSwizzleAlignment == 0 &&
+                    swizzle_aligned(offsetof(Shared, k)) && swizzle_aligned(offsetof(Shared, v)),
+                "tiles and panels keep the 1024-byte swizzle alignment");
   static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <= 65536,
                 "the roles' registers fit the SM's 64K");
   static_assert(kConsumerRows == 4 * kWarpRows, "a warpgroup's four warps hold 16 accumulator rows each");

@@ -16,13 +16,18 @@
 //     waits for the previous stage's group (wgmma.wait_group 1) and releases
 //     that stage on "empty". The accumulators (64 fp32 per thread) stay in
 //     registers across the whole k loop.
-//   - Epilogue, per consumer: the accumulators are rounded to the element type
-//     and written with stmatrix into two 64 x 64 halves of a 128-byte-swizzled
-//     staging tile, fenced for the async proxy, the warpgroup synchronises on
-//     its named barrier, and one thread stores both halves with TMA (rows and
-//     columns outside C are not written).
-// Shared memory: 4 stages x (16 KiB of A + 16 KiB of B), 2 x 16 KiB of C
-// staging, the mbarriers; 1024-byte aligned for the 128-byte swizzle.
+//   - Epilogue, per consumer (kernels/cuda/hopper_epilogue.hpp): the
+//     accumulators are rounded to the element type and written with stmatrix
+//     into two 64 x 64 panels of a 128-byte-swizzled staging tile, fenced for
+//     the async proxy, the warpgroup synchronises on its named barrier, and
+//     one thread stores both panels with TMA (rows and columns outside C are
+//     not written).
+// The roles are load_stages (producer), multiply_stages (consumer's k loop)
+// and the shared epilogue; the stages go round the full/empty ring of
+// kernels/cuda/hopper_pipeline.hpp, one full barrier per stage.
+// Shared memory (GemmTraits::Shared): 4 stages x (16 KiB of A + 16 KiB of B),
+// 2 x 16 KiB of C staging, then the ring's 8 mbarriers: 160 KiB + 64 bytes,
+// and 1 KiB to align the base for the 128-byte swizzle.
 #include "kernels/cuda/hopper_gemm.hpp"
 
 #include <cuda.h>
@@ -30,12 +35,16 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "harness/cuda/cuda_check.hpp"
+#include "kernels/cuda/hopper_epilogue.hpp"
+#include "kernels/cuda/hopper_pipeline.hpp"
 #include "kernels/cuda/hopper_primitives.hpp"
+#include "kernels/cuda/hopper_shared_storage.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/matrix_descriptor.hpp"
 #include "kernels/cuda/sm90a_device.hpp"
@@ -54,24 +63,90 @@ struct GemmTraits {
   static constexpr int kRowBytes = kBlockK * 2;                // 128: one swizzle span per row
   static constexpr int kTileBytes = kBlockM * kRowBytes;       // 16 KiB for A, the same for B
   static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kPanelBytes = 64 * 64 * 2;              // a 64 x 64 panel of a consumer's C staging
   static constexpr int kStagingBytes = 64 * kBlockN * 2;       // a consumer's 64 x 128 C tile
-  static constexpr int kBarrierOffset = kStages * kStageBytes + kConsumers * kStagingBytes;
-  static constexpr int kSharedBytes = kBarrierOffset + 1024 /* mbarriers */ + 1024 /* alignment */;
+  struct Shared {
+    std::uint8_t a[kStages][kTileBytes];
+    std::uint8_t b[kStages][kTileBytes];
+    std::uint8_t c[kConsumers][kStagingBytes];
+    PipelineBarriers<kStages> ring;
+  };
+  static constexpr int kSharedBytes = shared_bytes_of<Shared>();
   static constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
+  static_assert(kSharedBytes <= kMaxSharedBytesSm90, "a CTA has at most 227 KiB of shared memory");
+  static_assert(kTileBytes % kSwizzleAlignment == 0 && kPanelBytes % kSwizzleAlignment == 0 &&
+                    swizzle_aligned(offsetof(Shared, b)) && swizzle_aligned(offsetof(Shared, c)),
+                "tiles and panels keep the 1024-byte swizzle alignment");
+};
+using GemmPipeline = MbarrierPipeline<GemmTraits::kStages>;
+
+// The named barriers (bar.sync ids; 0 is __syncthreads's): consumer c's 128
+// threads before its TMA store synchronise on kEpilogueBarrier + c.
+enum GemmNamedBarrier : int { kEpilogueBarrier = 1 };
+
+// The 32-bit shared addresses of the CTA's storage (GemmTraits::Shared).
+struct GemmShared {
+  using Shared = GemmTraits::Shared;
+  std::uint32_t base;
+
+  __device__ __forceinline__ std::uint32_t a(int stage) const {
+    return base + static_cast<std::uint32_t>(offsetof(Shared, a) + stage * GemmTraits::kTileBytes);
+  }
+  __device__ __forceinline__ std::uint32_t b(int stage) const {
+    return base + static_cast<std::uint32_t>(offsetof(Shared, b) + stage * GemmTraits::kTileBytes);
+  }
+  __device__ __forceinline__ std::uint32_t c(int consumer) const {
+    return base + static_cast<std::uint32_t>(offsetof(Shared, c) + consumer * GemmTraits::kStagingBytes);
+  }
+  __device__ __forceinline__ GemmPipeline ring() const {
+    return GemmPipeline(base + static_cast<std::uint32_t>(offsetof(Shared, ring)));
+  }
 };
 
-// The stage's A tile (rows of 128 bytes, swizzled) as a wgmma operand: 8-row groups 1024 bytes apart.
-__device__ __forceinline__ std::uint64_t k_major_descriptor(std::uint32_t tile, int row, int k16) {
-  return make_matrix_descriptor(tile + static_cast<std::uint32_t>(row * GemmTraits::kRowBytes + 32 * k16), 16,
-                                8 * GemmTraits::kRowBytes, MatrixSwizzle::bytes128);
+// The producer, one elected thread: A's and B's tiles of each k step into the
+// next stage of the ring, both on the stage's full barrier.
+__device__ __forceinline__ void load_stages(const GemmShared& shared, const CUtensorMap* a_map,
+                                            const CUtensorMap* b_map, int m0, int n0, int k_tiles) {
+  using T = GemmTraits;
+  const GemmPipeline ring = shared.ring();
+  GemmPipeline::State state;
+  for (int kt = 0; kt < k_tiles; ++kt, state.advance()) {
+    ring.producer_acquire(state);
+    const std::uint32_t full = ring.producer_arm(state, T::kStageBytes);
+    tma_load(shared.a(state.stage()), a_map, full, kt * T::kBlockK, m0);
+    tma_load(shared.b(state.stage()), b_map, full, kt * T::kBlockK, n0);
+  }
 }
 
-// The staging address of C's element (row, column) of a consumer's tile: two 64-column halves, each 64
-// rows of 128 bytes with the 16-byte chunks of row r permuted by XOR with r mod 8 (128-byte swizzle).
-__device__ __forceinline__ std::uint32_t staging_offset(int row, int column) {
-  const int half = column / 64, chunk = column % 64 / 8;
-  return static_cast<std::uint32_t>(half * 64 * 128 + row * 128 + 16 * (chunk ^ (row % 8)) + 2 * (column % 8));
+// A consumer's k loop: per stage, four k16 wgmmas into the accumulators as
+// one group; once the next group is issued, wgmma.wait_group 1 covers the
+// previous one, whose stage goes back to the producer.
+template <typename Element>
+__device__ __forceinline__ void multiply_stages(const GemmShared& shared, int consumer, int k_tiles,
+                                                float (&accumulators)[GemmTraits::kBlockN / 2]) {
+  using T = GemmTraits;
+  const GemmPipeline ring = shared.ring();
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+  GemmPipeline::State state, previous;
+  for (int kt = 0; kt < k_tiles; ++kt, state.advance()) {
+    ring.consumer_wait(state);
+    wgmma_fence();
+#pragma unroll
+    for (int k16 = 0; k16 < T::kBlockK / 16; ++k16) {
+      // A stage's tiles are one 64-column panel each: k16 < 4 stays in it.
+      wgmma_ss<T::kBlockN, Element>(
+          accumulators, k_major_descriptor(shared.a(state.stage()), T::kTileBytes, 64 * consumer, k16),
+          k_major_descriptor(shared.b(state.stage()), T::kTileBytes, 0, k16), kt > 0 || k16 > 0);
+    }
+    wgmma_commit_group();
+    wgmma_wait_group<1>();  // the previous stage's products are done: release it
+    if (kt > 0) {
+      if (thread == 0) ring.consumer_release(previous);
+      previous.advance();
+    }
+  }
+  wgmma_wait_group<0>();
 }
 
 template <typename Element>
@@ -79,79 +154,28 @@ __global__ void __launch_bounds__(GemmTraits::kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap c_map, int k_tiles) {
   using T = GemmTraits;
-  const std::uint32_t window = shared_address(dynamic_shared_memory());
-  const std::uint32_t base = (window + 1023) / 1024 * 1024;
-  const auto stage_a = [&](int s) { return base + static_cast<std::uint32_t>(s * T::kStageBytes); };
-  const auto stage_b = [&](int s) { return stage_a(s) + T::kTileBytes; };
-  const auto full = [&](int s) { return base + T::kBarrierOffset + 8u * static_cast<std::uint32_t>(s); };
-  const auto empty = [&](int s) { return full(s) + 8u * T::kStages; };
+  const GemmShared shared{shared_storage_base()};
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int m0 = static_cast<int>(blockIdx.y) * T::kBlockM, n0 = static_cast<int>(blockIdx.x) * T::kBlockN;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < T::kStages; ++s) {
-      mbarrier_init(full(s), 1);
-      mbarrier_init(empty(s), T::kConsumers);
-    }
+    shared.ring().init(T::kConsumers);
     fence_mbarrier_init();
   }
   __syncthreads();
 
   if (warpgroup == 0) {
     setmaxnreg_dec<T::kProducerRegisters>();
-    if (threadIdx.x < 32 && elect_one_sync()) {
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % T::kStages;
-        const auto phase = static_cast<std::uint32_t>(kt / T::kStages) & 1u;
-        mbarrier_wait_parity(empty(s), phase ^ 1u);  // the first use waits for the phase before phase 0: none
-        mbarrier_arrive_expect_tx(full(s), T::kStageBytes);
-        tma_load(stage_a(s), &a_map, full(s), kt * T::kBlockK, m0);
-        tma_load(stage_b(s), &b_map, full(s), kt * T::kBlockK, n0);
-      }
-    }
+    if (threadIdx.x < 32 && elect_one_sync()) load_stages(shared, &a_map, &b_map, m0, n0, k_tiles);
     return;
   }
 
   setmaxnreg_inc<T::kConsumerRegisters>();
   const int consumer = warpgroup - 1;
-  const int thread = static_cast<int>(threadIdx.x) % 128;
   float accumulators[T::kBlockN / 2];
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % T::kStages;
-    mbarrier_wait_parity(full(s), static_cast<std::uint32_t>(kt / T::kStages) & 1u);
-    wgmma_fence();
-#pragma unroll
-    for (int k16 = 0; k16 < T::kBlockK / 16; ++k16) {
-      wgmma_ss<T::kBlockN, Element>(accumulators, k_major_descriptor(stage_a(s), 64 * consumer, k16),
-                                    k_major_descriptor(stage_b(s), 0, k16), kt > 0 || k16 > 0);
-    }
-    wgmma_commit_group();
-    wgmma_wait_group<1>();  // the previous stage's products are done: release it
-    if (kt > 0 && thread == 0) mbarrier_arrive(empty((kt - 1) % T::kStages));
-  }
-  wgmma_wait_group<0>();
-
-  // Epilogue: accumulators -> staging (stmatrix, four 8x8 matrices per 16 columns) -> C (TMA).
-  const std::uint32_t staging = base + static_cast<std::uint32_t>(T::kStages * T::kStageBytes + consumer * T::kStagingBytes);
-  const int warp = thread / 32, lane = thread % 32;
-  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row lane `lane` addresses
-#pragma unroll
-  for (int j = 0; j < T::kBlockN / 8; j += 2) {
-    const std::uint32_t registers[4] = {
-        pack_pair<Element>(accumulators[4 * j], accumulators[4 * j + 1]),
-        pack_pair<Element>(accumulators[4 * j + 2], accumulators[4 * j + 3]),
-        pack_pair<Element>(accumulators[4 * j + 4], accumulators[4 * j + 5]),
-        pack_pair<Element>(accumulators[4 * j + 6], accumulators[4 * j + 7])};
-    store_matrix_x4(staging + staging_offset(row, 8 * j + 8 * (lane / 16)), registers);
-  }
-  fence_proxy_async();
-  named_barrier_sync(1 + consumer, 128);
-  if (thread == 0) {
-    tma_store(&c_map, staging, n0, m0 + 64 * consumer);
-    tma_store(&c_map, staging + 64 * 128, n0 + 64, m0 + 64 * consumer);
-    bulk_commit_group();
-    bulk_wait_group_read<0>();  // shared memory must outlive the copies' reads
-  }
+  multiply_stages<Element>(shared, consumer, k_tiles, accumulators);
+  store_accumulators_with_tma<Element, T::kBlockN>(accumulators, shared.c(consumer), T::kPanelBytes,
+                                                   kEpilogueBarrier + consumer, &c_map, n0, m0 + 64 * consumer);
 }
 
 // A row-major rows x columns matrix of 16-bit elements, read or written in `box` tiles.

@@ -68,7 +68,7 @@ CompareInput describe_input(const Json& document, const std::string& path) {
   input.records = document["records"].size();
   input.complete = document["complete"].get<bool>();
   input.highest_load = highest_of(document.value("load_average", Json()), std::nullopt);
-  if (document["merged_from"].is_array()) {
+  if (document.contains("merged_from") && document["merged_from"].is_array()) {
     for (const Json& part : document["merged_from"]) {
       input.highest_load = highest_of(part.value("load_average", Json()), input.highest_load);
     }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "harness/measure/noise.hpp"
+#include "harness/message_text.hpp"
 #include "harness/measure/statistics.hpp"
 
 namespace attnbench {
@@ -40,10 +41,8 @@ bool agrees(const Json& stored, const Json& recomputed) {
   return stored == recomputed;
 }
 
-std::string shown(const Json& value) {
-  std::string text = value.dump();
-  return text.size() > 60 ? text.substr(0, 60) + "…" : text;
-}
+// A figure as a message quotes it: its JSON, cut short.
+std::string shown(const Json& value) { return shorten(value.dump(), 60); }
 
 }  // namespace
 

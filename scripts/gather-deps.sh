@@ -7,11 +7,16 @@
 # .deps travels there with the check (device tool: carry [".deps"]) and
 # scripts/device-check.sh builds with -DCMAKE_PREFIX_PATH=.deps/usr.
 #
-# It also builds attnbench itself for sm_90 here (build-carry/, a few minutes
-# on two cores) and puts it, stripped, in .deps/prebuilt with the revision it
-# was built from: on a Hopper where it loads, device-check.sh times
-# cuda.flash.sm90 with it before its own build, so the lease's first minutes
-# give the figures only a GPU gives. --no-binary skips that.
+# It also builds, here, for sm_90 (build-carry/, a few minutes on two cores)
+# what the GPU check runs: attnbench and the GPU-labelled test executables,
+# stripped, with the libraries they load that a CUDA image may lack (all that
+# the loader finds here outside glibc, the C++ runtime and the CUDA toolkit),
+# a wrapper per program that points the loader at those libraries, and the
+# revision they were built from, into .deps/prebuilt.tar.xz (about 20 MB). On
+# a GPU where they load, device-check.sh runs from them and builds nothing, so
+# every second of the lease goes to the GPU; carried alone
+# (carry [".deps/prebuilt.tar.xz"]), the tree travels well under the 64 MiB
+# limit. --no-binary skips that.
 #
 #   scripts/gather-deps.sh [--no-binary]
 set -euo pipefail
@@ -58,11 +63,26 @@ for path in "${paths[@]}"; do
   (cd / && cp -a --parents "${path#/}" "$destination/")
 done
 if (( build_binary )); then
+  programs=(harness/attnbench tests/test_cuda_correctness tests/test_cuda_differential tests/test_cuda_hopper_gemm)
   cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DATTNBENCH_CUDA=ON > /dev/null
-  cmake --build build-carry -j "$(nproc)" --target attnbench > /dev/null
-  mkdir -p .deps/prebuilt
-  strip -o .deps/prebuilt/attnbench build-carry/harness/attnbench
-  git describe --always --dirty --abbrev=12 > .deps/prebuilt/revision
-  echo "gather-deps: .deps/prebuilt/attnbench for sm_90 at $(cat .deps/prebuilt/revision)"
+  cmake --build build-carry -j "$(nproc)" --target "${programs[@]##*/}" > /dev/null
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/prebuilt/bin" "$stage/prebuilt/libexec" "$stage/prebuilt/lib"
+  for program in "${programs[@]}"; do
+    name=${program##*/}
+    strip -o "$stage/prebuilt/libexec/$name" "build-carry/$program"
+    printf '#!/bin/sh\nhere=$(dirname "$0")/..\nLD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64" exec "$here/libexec/%s" "$@"\n' \
+      "$name" > "$stage/prebuilt/bin/$name"
+    chmod +x "$stage/prebuilt/bin/$name"
+  done
+  ldd "${programs[@]/#/build-carry/}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+    grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|^/usr/local/cuda' |
+    while read -r library; do cp -L "$library" "$stage/prebuilt/lib/"; done
+  git describe --always --dirty --abbrev=12 > "$stage/prebuilt/revision"
+  rm -rf .deps/prebuilt
+  tar -I 'xz -T0' -cf .deps/prebuilt.tar.xz -C "$stage" prebuilt
+  echo "gather-deps: .deps/prebuilt.tar.xz for sm_90 at $(cat "$stage/prebuilt/revision"):" \
+       "$(ls "$stage/prebuilt/lib" | tr '\n' ' ')$(du -h .deps/prebuilt.tar.xz | cut -f1)"
 fi
 du -sh .deps | sed 's/^/gather-deps: /'

@@ -82,23 +82,24 @@ section() {
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
 
-# The programs: from the carried bundle where it is from this tree and loads
-# here with the GPU in sight, else from a build of the tree.
-tree_revision=$(git describe --always --dirty --abbrev=12 2> /dev/null)
+# The programs: from the carried bundle where it was built from this tree's
+# sources and loads here with the GPU in sight, else from a build of the tree.
+tree_sources=$(scripts/sources-revision.sh 2> /dev/null)
 bin=
 tests_bin=
+carried=
 if [[ -f .deps/prebuilt.tar.xz ]]; then
   carried=$(mktemp -d)
   tar -xJf .deps/prebuilt.tar.xz -C "$carried"
-  carried_revision=$(cat "$carried/prebuilt/revision")
-  if [[ -n $tree_revision && $tree_revision != "$carried_revision" ]]; then
-    step "the carried programs are from $carried_revision, the tree at $tree_revision: building"
+  carried_sources=$(cat "$carried/prebuilt/sources")
+  if [[ -n $tree_sources && $tree_sources != "$carried_sources" ]]; then
+    step "the carried programs are from sources $carried_sources, the tree's are $tree_sources: building"
   elif "$carried/prebuilt/bin/attnbench" info --json > "$out/info.json" 2> "$out/info-carried.log" &&
        python3 -c 'import json, sys; sys.exit(not any(d["device"] == "cuda" and d["available"]
                    for d in json.load(open(sys.argv[1]))["devices"]))' "$out/info.json" 2>> "$out/info-carried.log"; then
     bin=$carried/prebuilt/bin
     tests_bin=$bin
-    step "running the carried programs ($carried_revision; libraries: $(ls "$carried/prebuilt/lib" | tr '\n' ' '))"
+    step "running the carried programs (sources $carried_sources; libraries: $(ls "$carried/prebuilt/lib" | tr '\n' ' '))"
   else
     step "the carried programs do not run here or see no GPU (info-carried.log): building"
   fi
@@ -141,7 +142,7 @@ fi
 # gtest run around them in differential-run.log), among them the line that
 # says which reading of the wgmma base offset the hardware has.
 differential_status=skipped
-if [[ -x $tests_bin/test_cuda_differential ]] && section differential 120 20; then
+if [[ -x $tests_bin/test_cuda_differential ]] && section differential 60 20; then
   step "differential check (test_cuda_differential, at most $limit s)"
   timeout -k 10 "$limit" "$tests_bin/test_cuda_differential" --gtest_filter='Differential.EveryFormOnBothSides' \
     > "$out/differential-run.log" 2>&1
@@ -159,11 +160,11 @@ fi
 # (HGMMA), TMA (UTMALDG, UTMASTG), stmatrix (STSM) and setmaxnreg (USETMAXREG).
 tests_status=skipped
 hopper_status=skipped
-if section gpu-tests 240 40; then
+if section gpu-tests 150 40; then
   step "GPU tests (test_cuda_correctness in 4 shards, test_cuda_hopper_gemm; at most $limit s)"
   shards=()
   for shard in 0 1 2 3; do
-    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$shard timeout -k 10 "$limit" "$tests_bin/test_cuda_correctness" \
+    OMP_NUM_THREADS=4 GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$shard timeout -k 10 "$limit" "$tests_bin/test_cuda_correctness" \
       > "$out/gpu-tests-$shard.log" 2>&1 &
     shards+=($!)
   done
@@ -172,7 +173,7 @@ if section gpu-tests 240 40; then
   tests_status=0
   for shard in "${shards[@]}"; do wait "$shard" || tests_status=$?; done
   cat "$out"/gpu-tests-[0-3].log > "$out/gpu-tests.log"
-  step "GPU tests: exit $tests_status, $(grep -h -o '[0-9]* tests\? .*PASSED' "$out"/gpu-tests-[0-3].log | awk '{ n += $1 } END { print n + 0 }') passed,\
+  step "GPU tests: exit $tests_status, $(grep -h '^\[  PASSED  \]' "$out"/gpu-tests-[0-3].log | awk '{ n += $4 } END { print n + 0 }') passed,\
  $(grep -c '^\[  FAILED  \] [A-Za-z]' "$out/gpu-tests.log") failed, $(grep -c '^\[  SKIPPED \] [A-Za-z]' "$out/gpu-tests.log") skipped;\
  Hopper GEMM: $(grep -E 'PASSED|FAILED|SKIPPED' "$out/hopper-gemm.log" | tail -n 1)"
   cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
@@ -188,19 +189,20 @@ fi
 
 # The Hopper forward's figures, the ones nothing but a GPU gives:
 # cuda.flash.sm90 beside cuda.flash and cuda.cublas on the FlashAttention-3
-# forward grid (d 128 first, the longest sequences first); a section cut short
-# keeps the cases it finished (the results file is written as the run goes).
+# forward grid (d 128 first, the longest sequences first), timings only (the
+# CUPTI pass is the benchmark's); a section cut short keeps the cases it
+# finished (the results file is written as the run goes).
 fa3_status=skipped
-if [[ ${capability:-90} == 90 ]] && section fa3-grid 240 60; then
+if [[ ${capability:-90} == 90 ]] && section fa3-grid 120 45; then
   step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most $limit s)"
-  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_grid_fwd.json --overwrite -o "$out/fa3_grid.json" > "$out/fa3_grid.log" 2>&1
+  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_grid_fwd.json --no-profile --overwrite -o "$out/fa3_grid.json" > "$out/fa3_grid.log" 2>&1
   fa3_status=$?
   "$bin/attnbench" report "$out/fa3_grid.json" --table seqlen > "$out/report-fa3-grid.md" 2>> "$out/fa3_grid.log"
   step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
 fi
 
 bench_status=skipped
-if section benchmark 180 40; then
+if section benchmark 120 40; then
   step "benchmark (scenarios/device_check.json, at most $limit s)"
   timeout -k 10 "$limit" "$bin/attnbench" run scenarios/device_check.json --overwrite -o "$out/results.json" > "$out/benchmark.log" 2>&1
   bench_status=$?
@@ -213,7 +215,7 @@ fi
 # attnbench doctor on the GPU machine: the NVML checks (other processes,
 # persistence, power limit, ECC, clocks, throttle reasons) read from a real device.
 doctor_status=skipped
-if section doctor 30 10; then
+if section doctor 20 10; then
   timeout -k 5 "$limit" "$bin/attnbench" doctor --json > "$out/doctor.json" 2> "$out/doctor.log"
   doctor_status=$?
   step "doctor: exit $doctor_status, $(grep -c '"gpu' "$out/doctor.json") GPU finding(s) (doctor.json)"
@@ -221,9 +223,9 @@ fi
 
 # The paper's ablation: each of the Hopper forward's two overlaps off by its run-time flag.
 ablation_status=skipped
-if [[ ${capability:-90} == 90 ]] && section fa3-ablation 60 30; then
+if [[ ${capability:-90} == 90 ]] && section fa3-ablation 45 25; then
   step "FlashAttention-3 ablation (scenarios/fa3_ablation.json, at most $limit s)"
-  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_ablation.json --overwrite -o "$out/fa3_ablation.json" > "$out/fa3_ablation.log" 2>&1
+  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_ablation.json --no-profile --overwrite -o "$out/fa3_ablation.json" > "$out/fa3_ablation.log" 2>&1
   ablation_status=$?
   "$bin/attnbench" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" 2>> "$out/fa3_ablation.log"
   step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
@@ -234,7 +236,7 @@ fi
 sm90_status=skipped
 attnbench_elf=$bin/attnbench
 [[ $bin == "${carried:-}/prebuilt/bin" ]] && attnbench_elf=$carried/prebuilt/libexec/attnbench
-if section sm90-sass 60 10; then
+if section sm90-sass 30 10; then
   timeout -k 5 "$limit" python3 scripts/check_sm90_sass.py "$attnbench_elf" > "$out/sm90-sass.log" 2>&1
   sm90_status=$?
   step "cuda.flash.sm90 SASS: $(grep -c '^ok' "$out/sm90-sass.log") kernel(s) ok, $(grep -c '^FAIL' "$out/sm90-sass.log") failing (sm90-sass.log)"
@@ -245,7 +247,7 @@ fi
 # dropout, forward and forward+backward; the in-process profiler off.
 sanitizer_status=skipped
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [[ -x $sanitizer ]] && section sanitizer 300 60; then
+if [[ -x $sanitizer ]] && section sanitizer 180 60; then
   cat > "$out/sanitizer_case.json" <<'JSON'
 {"name": "sanitizer_check", "description": "one small padded, causal case with dropout for compute-sanitizer",
  "defaults": {"batch": 2, "heads": 4, "kv_heads": 2, "seqlen": 100, "head_dim": 64, "dtype": "fp16",
@@ -271,7 +273,7 @@ fi
 # profilers cannot share CUPTI), timing and accuracy cut to the minimum; ncu
 # profiles only the checked call (NVTX range case/implementation/check).
 ncu_status=skipped
-if command -v ncu > /dev/null && section ncu 120 40; then
+if command -v ncu > /dev/null && section ncu 80 40; then
   step "ncu cross-check (dram__bytes_read.sum, dram__bytes_write.sum; at most $limit s)"
   cat > "$out/ncu_case.json" <<'JSON'
 {"name": "ncu_cross_check", "description": "device_check.json case 1 for the ncu cross-check",
@@ -295,7 +297,7 @@ fi
 # (memory measured), planned where not; beside the published numbers in
 # report-table21.md (the planned amounts are what a machine without a GPU shows).
 table21_status=skipped
-if section table21 180 40; then
+if section table21 90 40; then
   step "Table 21 (scenarios/paper/table21_memory.json --memory-only, at most $limit s)"
   timeout -k 10 "$limit" "$bin/attnbench" run scenarios/paper/table21_memory.json --memory-only --overwrite \
     -o "$out/table21.json" > "$out/table21.log" 2>&1
@@ -308,7 +310,7 @@ fi
 # FlashInfer through their adapters where they are installed (their records
 # are skipped, saying so, where not).
 peer_status=skipped
-if section torch-peer 120 40; then
+if section torch-peer 90 40; then
   step "PyTorch peer (scripts/torch_peer.py, N 4k forward cases, at most $limit s)"
   peer_status=0
   timeout -k 10 "$limit" python3 scripts/torch_peer.py scenarios/device_check.json --attnbench "$bin/attnbench" \
@@ -325,7 +327,7 @@ fi
 # and cuda.cublas; and its two variants that break the rules, which the stream
 # check must fail and the device-memory check must flag.
 plugin_status=skipped
-if section plugin 120 30; then
+if section plugin 90 30; then
   step "CUDA plug-in example (examples/plugins/cuda_attention.cu)"
   plugin_status=0
   for variant in "" DEFAULT_STREAM OWN_ALLOCATION; do
@@ -381,7 +383,7 @@ for table in fa3-grid fa3-ablation; do
   fi
 done
 echo "== benchmark (median ms and TFLOP/s) =="
-cat "$out/report-seqlen.md"
+cat "$out/report-seqlen.md" 2> /dev/null || echo "(not written; see benchmark.log)"
 if [[ -f $out/report-peers.md ]]; then
   echo "== with PyTorch's backends (N 4k, forward) =="
   cat "$out/report-peers.md"

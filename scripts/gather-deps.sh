@@ -12,7 +12,7 @@
 # stripped, with the libraries they load that a CUDA image may lack (all that
 # the loader finds here outside glibc, the C++ runtime and the CUDA toolkit),
 # a wrapper per program that points the loader at those libraries, and the
-# revision they were built from, into .deps/prebuilt.tar.xz (about 20 MB). On
+# hash of the sources they were built from (scripts/sources-revision.sh), into .deps/prebuilt.tar.xz (about 20 MB). On
 # a GPU where they load, device-check.sh runs from them and builds nothing, so
 # every second of the lease goes to the GPU; carried alone
 # (carry [".deps/prebuilt.tar.xz"]), the tree travels well under the 64 MiB
@@ -79,10 +79,10 @@ if (( build_binary )); then
   ldd "${programs[@]/#/build-carry/}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so|^/usr/local/cuda' |
     while read -r library; do cp -L "$library" "$stage/prebuilt/lib/"; done
-  git describe --always --dirty --abbrev=12 > "$stage/prebuilt/revision"
+  scripts/sources-revision.sh > "$stage/prebuilt/sources"
   rm -rf .deps/prebuilt
   tar -I 'xz -T0' -cf .deps/prebuilt.tar.xz -C "$stage" prebuilt
-  echo "gather-deps: .deps/prebuilt.tar.xz for sm_90 at $(cat "$stage/prebuilt/revision"):" \
+  echo "gather-deps: .deps/prebuilt.tar.xz for sm_90, sources $(cat "$stage/prebuilt/sources"):" \
        "$(ls "$stage/prebuilt/lib" | tr '\n' ' ')$(du -h .deps/prebuilt.tar.xz | cut -f1)"
 fi
 du -sh .deps | sed 's/^/gather-deps: /'

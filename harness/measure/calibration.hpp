@@ -1,5 +1,7 @@
 // The host's compute and memory ceilings, measured by a short calibration at a
-// run's thread count: the rate of an fp32 matrix product (FLOP/s) and the
+// run's thread count, at the start of the run, as the best of several tries
+// (so that a burst of other work during one of them does not lower the
+// roof under the run's own points): the rate of an fp32 matrix product (FLOP/s) and the
 // bandwidth of a copy between buffers larger than the last-level cache (bytes
 // read plus bytes written per second, as STREAM's Copy counts them). A results
 // file records them in `host.calibration`; the roofline draws them as the CPU's
@@ -29,14 +31,17 @@ struct GemmKernel {
 const GemmKernel& blas_gemm();
 
 struct CalibrationSettings {
+  int tries = 3;                      // rounds of products and copies, the best of all kept
+  double pause_seconds = 0.05;        // between tries
   int gemm_size = 384;                // m = n = k
-  double gemm_seconds = 0.03;         // timed products at least this long (best one kept)
+  double gemm_seconds = 0.03;         // per try, timed products at least this long (best one kept)
   std::size_t copy_bytes = 0;         // per buffer; 0: twice the last-level cache, 16 to 256 MiB
-  int copy_repetitions = 3;           // best one kept
+  int copy_repetitions = 3;           // per try, best one kept
 };
 
 struct HostCalibration {
   int threads = 1;
+  int tries = 1;
   std::string gemm_kernel;
   int gemm_size = 0;
   double gemm_flops_per_second = 0;   // 2 m n k over the fastest product

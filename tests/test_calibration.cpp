@@ -74,6 +74,34 @@ TEST(Calibration, TheRateIsTheBestOfSeveralTriesSoABusyMomentDoesNotLowerTheRoof
   EXPECT_EQ(calibration.to_json()["tries"], 3);
 }
 
+TEST(Calibration, OutrunAtTheRunsEndItKeepsTheFasterOfEachRate) {
+  HostCalibration start;
+  start.gemm_flops_per_second = 10e9;
+  start.copy_bytes_per_second = 20e9;
+  start.seconds = 0.5;
+  const auto record = [](const char* device, const char* status, double tflops) {
+    return nlohmann::ordered_json{{"device", device}, {"status", status}, {"timing", {{"tflops", tflops}}}};
+  };
+  using Records = nlohmann::ordered_json;
+  EXPECT_FALSE(start.outrun_by(Records::array({record("cpu", "ok", 0.009)})));
+  EXPECT_TRUE(start.outrun_by(Records::array({record("cpu", "ok", 0.009), record("cpu", "ok", 0.012)})))
+      << "a call faster than the GEMM rate contradicts the roof";
+  EXPECT_FALSE(start.outrun_by(Records::array({record("cuda", "ok", 100), record("cpu", "failed", 0.012)})))
+      << "only the host's ok records";
+  EXPECT_FALSE(start.outrun_by(Records::array({{{"device", "cpu"}, {"status", "ok"}, {"timing", nullptr}}})))
+      << "a planned record has no timing";
+  HostCalibration again;
+  again.gemm_flops_per_second = 30e9;
+  again.copy_bytes_per_second = 15e9;
+  again.seconds = 0.25;
+  start.keep_faster(again);
+  EXPECT_DOUBLE_EQ(start.gemm_flops_per_second, 30e9);
+  EXPECT_DOUBLE_EQ(start.copy_bytes_per_second, 20e9);
+  EXPECT_DOUBLE_EQ(start.seconds, 0.75);
+  EXPECT_EQ(start.to_json()["recalibrated"], true);
+  EXPECT_EQ(again.to_json()["recalibrated"], false);
+}
+
 TEST(Calibration, TheCopyIsTwiceTheLastLevelCacheWithinBoundsAndTheRecordHoldsEveryFigure) {
   CalibrationSettings settings;
   settings.gemm_size = 32;

@@ -198,7 +198,7 @@ TEST(CliMemoryOnly, MeasuredWhereAffordablePlannedElsewhereAndTheReportSaysWhich
   // say), not the GEMM's.
   EXPECT_EQ(huge["reason"].get<std::string>().rfind("memory planned, not run: one call would take about ", 0), 0u)
       << huge["reason"];
-  EXPECT_NE(huge["reason"].get<std::string>().find("its rate on a small case of the same kind (b1 h1 q"),
+  EXPECT_NE(huge["reason"].get<std::string>().find("its rate on a small case of the same kind (b1 h8 q"),
             std::string::npos)
       << huge["reason"];
   EXPECT_GT(huge["memory"]["peak_bytes"].get<double>(), small["memory"]["peak_bytes"].get<double>() * 100);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -35,12 +36,24 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 }  // namespace
 
+// As the CPU implementations call the BLAS: each of `threads` threads of one
+// parallel region multiplies its own block of A's rows on its own thread
+// (blas::sgemm), rather than the library sharing one product out between its
+// threads, whose hand-offs a busy machine slows far more than it slows them.
 const GemmKernel& blas_gemm() {
-  static const GemmKernel kernel{blas::library().identity() + " sgemm",
-                                 [](int m, int n, int k, const float* a, const float* b, float* c, int threads) {
-                                   blas::sgemm_parallel(threads, blas::Op::none, blas::Op::none, m, n, k, 1.0f, a, k,
-                                                        b, n, 0.0f, c, n);
-                                 }};
+  static const GemmKernel kernel{
+      blas::library().identity() + " sgemm", [](int m, int n, int k, const float* a, const float* b, float* c,
+                                                int threads) {
+#pragma omp parallel num_threads(threads)
+        {
+          const std::int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
+          const std::int64_t begin = m * part / parts, end = m * (part + 1) / parts;
+          if (end > begin) {
+            blas::sgemm(blas::Op::none, blas::Op::none, end - begin, n, k, 1.0f, a + begin * k, k, b, n, 0.0f,
+                        c + begin * n, n);
+          }
+        }
+      }};
   return kernel;
 }
 
@@ -50,7 +63,23 @@ nlohmann::ordered_json HostCalibration::to_json() const {
                     {"flops_per_second", gemm_flops_per_second}}},
           {"copy", {{"bytes", copy_bytes}, {"bytes_per_second", copy_bytes_per_second}}},
           {"tries", tries},
-          {"seconds", seconds}};
+          {"seconds", seconds},
+          {"recalibrated", recalibrated}};
+}
+
+bool HostCalibration::outrun_by(const nlohmann::ordered_json& records) const {
+  return std::any_of(records.begin(), records.end(), [&](const nlohmann::ordered_json& record) {
+    const auto timing = record.find("timing");
+    return record.value("device", "") == "cpu" && record.value("status", "") == "ok" && timing != record.end() &&
+           timing->is_object() && timing->value("tflops", 0.0) * 1e12 > gemm_flops_per_second;
+  });
+}
+
+void HostCalibration::keep_faster(const HostCalibration& again) {
+  gemm_flops_per_second = std::max(gemm_flops_per_second, again.gemm_flops_per_second);
+  copy_bytes_per_second = std::max(copy_bytes_per_second, again.copy_bytes_per_second);
+  seconds += again.seconds;
+  recalibrated = true;
 }
 
 HostCalibration calibrate_host(int threads, std::size_t last_level_cache_bytes, const CalibrationSettings& settings,

@@ -9,8 +9,9 @@
 // how long it will take at least.
 //
 // The product that is timed is a parameter (a GemmKernel): the BLAS's SGEMM
-// (harness/blas.hpp) on the run's threads, the one the CPU implementations'
-// products go through; tests give stand-ins.
+// (harness/blas.hpp), the one the CPU implementations' products go through,
+// called as they call it (each thread its own rows, on its own thread); tests
+// give stand-ins.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +34,7 @@ const GemmKernel& blas_gemm();
 struct CalibrationSettings {
   int tries = 3;                      // rounds of products and copies, the best of all kept
   double pause_seconds = 0.05;        // between tries
-  int gemm_size = 384;                // m = n = k
+  int gemm_size = 768;                // m = n = k
   double gemm_seconds = 0.03;         // per try, timed products at least this long (best one kept)
   std::size_t copy_bytes = 0;         // per buffer; 0: twice the last-level cache, 16 to 256 MiB
   int copy_repetitions = 3;           // per try, best one kept
@@ -48,7 +49,16 @@ struct HostCalibration {
   std::size_t copy_bytes = 0;         // bytes copied per repetition
   double copy_bytes_per_second = 0;   // 2 x copy_bytes over the fastest copy
   double seconds = 0;                 // the calibration's own wall time
+  bool recalibrated = false;          // calibrated again at the run's end (keep_faster)
   nlohmann::ordered_json to_json() const;  // the results file's host.calibration
+
+  // Whether an ok host record among `records` (a results file's) computed
+  // faster than the GEMM rate: the calibration then ran while other work was
+  // busy, and the roof lies under the run's own points.
+  bool outrun_by(const nlohmann::ordered_json& records) const;
+  // The faster of each rate of this calibration and `again` (taken later in
+  // the run), their time together, marked recalibrated.
+  void keep_faster(const HostCalibration& again);
 };
 
 // Runs the calibration; `last_level_cache_bytes` sizes the copy (so that it

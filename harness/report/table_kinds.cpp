@@ -1268,10 +1268,11 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
     const bool host = ceiling["kind"] == "cpu";
     table.notes.push_back(
         "Contradiction: " + count_of(points.size(), "point") + " of " + ceiling["device"].get<std::string>() +
-        " lie above the roof (of roof > 1: " + join(points, "; ") + "), so its roof is a lower bound here, not a " +
-        "limit. " +
-        (host ? "The calibration is a measured rate: recalibrate on an idle machine (attnbench run --calibrate), and "
-                "on a CPU counted bytes are tile traffic that the caches serve faster than the copy bandwidth."
+        (points.size() == 1 ? " lies" : " lie") + " above the roof (of roof > 1: " + join(points, "; ") +
+        "), so its roof is a lower bound here, not a limit. " +
+        (host ? "The calibration is a measured rate that other work on the machine lowers: recalibrate on an idle "
+                "machine (attnbench run --calibrate); left of the ridge, counted bytes are tile traffic that the "
+                "caches serve faster than the copy bandwidth."
               : "The published peaks are below what ran: check the device's model and clocks."));
   }
   if (ceilings.empty()) {

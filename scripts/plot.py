@@ -518,9 +518,12 @@ def plot_memory(figures, document, colors, styles):
 def traffic_words(document):
     """What the io figure's bytes are: HBM bytes where a profiler measured them, the
     bytes a CPU tiled implementation moved between its arrays and tiles where it
-    counted them (no HBM on a CPU), both where the sources mix."""
+    counted them (no HBM on a CPU), both where the sources mix; modelled HBM bytes
+    where nothing was measured or counted."""
     source_column = column_of(document, "hbm_source")
     sources = {row[source_column] for group in document["groups"] for row in group["rows"]} & {"measured", "counted"}
+    if not sources:  # only the implementations' models (a --memory-only run of a GPU's implementations)
+        return "Modelled HBM bytes", "measured"
     if sources == {"measured"}:
         return "HBM bytes", "measured"
     if sources == {"counted"}:

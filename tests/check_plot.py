@@ -357,8 +357,11 @@ def check_planned_title(plot_module, binary, directory):
     if json.loads(results.read_text())["devices"]:
         print("plot.py: planned title not checked (a GPU is here)")
         return
-    _, title, _ = draw_kept(plot_module, binary, [results])["memory"]
+    kept = draw_kept(plot_module, binary, [results])
+    _, title, _ = kept["memory"]
     assert "no device" not in title and "on cuda (planned, not run)" in title, title
+    _, io_title, _ = kept["io"]
+    assert io_title.startswith("Modelled HBM bytes against the compulsory bytes"), io_title
 
 
 def main():

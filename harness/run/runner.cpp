@@ -255,17 +255,6 @@ class ScenarioRunner {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
       const std::string label = scenario.name + "#" + std::to_string(case_index);
-      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
-      const std::string kind = rate_kind(std::string(implementation->name()), scenario_case.problem);
-      const bool on_host = implementation->device() == "cpu";
-      const double flops = flop_count(scenario_case.problem).total;
-      if (on_host) measure_small_case(*implementation, scenario, scenario_case.problem, calls, progress);
-      const std::optional<CaseEstimate> estimate = estimator_.estimate(kind, on_host, flops, calls);
-      if (estimate && !memory_only_) progress.expect_remaining(estimate->seconds);
-      // (--memory-only plans a call that long instead of making it.)
-      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
-        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
-      }
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       const std::string name(implementation->name());
@@ -286,6 +275,18 @@ class ScenarioRunner {
         continue;
       }
       const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
+      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
+      const std::string kind = rate_kind(std::string(implementation->name()), scenario_case.problem);
+      const bool on_host = implementation->device() == "cpu";
+      const double flops = flop_count(scenario_case.problem).total;
+      // Only for a case that runs: a small case of one that crashed or timed out before would meet the same.
+      if (on_host) measure_small_case(*implementation, scenario, scenario_case.problem, calls, progress);
+      const std::optional<CaseEstimate> estimate = estimator_.estimate(kind, on_host, flops, calls);
+      if (estimate && !memory_only_) progress.expect_remaining(estimate->seconds);
+      // (--memory-only plans a call that long instead of making it.)
+      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
+        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
+      }
       std::optional<AccuracyResult> checked;
       try {
         const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)

@@ -11,9 +11,9 @@ CBLAS_TRANSPOSE cblas_op(Op op) { return op == Op::transpose ? CblasTrans : Cbla
 
 // OpenBLAS's OpenMP build runs a call on the calling thread inside an active
 // parallel region, and otherwise on as many threads as its own setting says:
-// the setting stays 1, so a one-thread team of the harness gets no nested team,
-// and only sgemm_parallel raises it, for its one call. Set once at start-up,
-// on the main thread, before any parallel region.
+// the setting stays 1, so a one-thread team of the harness gets no nested team
+// and every call runs on its caller's thread. Set once at start-up, on the
+// main thread, before any parallel region.
 const bool kOneThreadOutsideParallelRegions = [] {
   openblas_set_num_threads(1);
   return true;
@@ -49,14 +49,6 @@ void sgemm(Op a_op, Op b_op, std::int64_t m, std::int64_t n, std::int64_t k, flo
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   cblas_sgemm(CblasRowMajor, cblas_op(a_op), cblas_op(b_op), blas_int(m), blas_int(n), blas_int(k), alpha, a,
               blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
-}
-
-void sgemm_parallel(int threads, Op a_op, Op b_op, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                    const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                    std::int64_t ldc) {
-  openblas_set_num_threads(threads < 1 ? 1 : threads);
-  sgemm(a_op, b_op, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  openblas_set_num_threads(1);
 }
 
 const Library& library() {

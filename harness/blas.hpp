@@ -25,12 +25,6 @@ enum class Op { none, transpose };
 void sgemm(Op a_op, Op b_op, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
-// The same on `threads` threads of the library (call it from outside any
-// parallel region): what a machine's GEMM rate is measured with.
-void sgemm_parallel(int threads, Op a_op, Op b_op, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                    const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                    std::int64_t ldc);
-
 struct Library {
   std::string name;        // "OpenBLAS"
   std::string version;     // "0.3.21", as the loaded library reports it

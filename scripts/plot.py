@@ -58,7 +58,10 @@ PANEL_SIZE = (4.2, 3.1)  # inches
 SINGLE_PANEL_WIDTH = 6.0  # inches: room for a title and a legend beside one panel
 CHARACTERS_PER_INCH = 14  # of 9-point text, for wrapping titles
 LEGEND_COLUMNS = 4  # at most, fewer when they would not fit the figure's width
-PUBLISHED_STYLE = {"color": "black", "marker": "D", "fillstyle": "none", "linestyle": "none", "markersize": 6}
+# Published values: hollow marks, one marker shape per series (by its label), in
+# the colour of its counterpart (black when that did not run here).
+PUBLISHED_MARKERS = ("D", "s", "^", "v", "P", "X", "*", "h")
+PUBLISHED_STYLE = {"fillstyle": "none", "linestyle": "none", "markersize": 6}
 
 # Editable SVG text (so the names can be found and changed) and stable ids.
 matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "attnbench", "font.size": 9})
@@ -137,6 +140,46 @@ def published_label(reference):
     return f"{reference['label']}{device}, published"
 
 
+class PublishedStyles:
+    """A marker shape per published series (one per label, in order of appearance) and
+    its counterpart's colour, the same in every figure."""
+
+    def __init__(self, colors):
+        self.colors = colors
+        self.markers = {}
+
+    def __call__(self, reference):
+        label = published_label(reference)
+        marker = self.markers.setdefault(label, PUBLISHED_MARKERS[len(self.markers) % len(PUBLISHED_MARKERS)])
+        return {**PUBLISHED_STYLE, "marker": marker, "color": self.colors.get(reference.get("counterpart"), "black")}
+
+
+def is_oom(cell):
+    return isinstance(cell, dict) and cell.get("marker") == "OOM"
+
+
+def draw_published(axes, published, positions, styles, drawn):
+    """Each published series' values as hollow marks at `positions` (appending the
+    values to `drawn`); where the publication ran out of memory, its marker at the
+    panel's top with "OOM", as the paper prints it. Returns the OOM positions drawn."""
+    for reference, cells in published:
+        style = styles(reference)
+        points = [(x, value(cell)) for x, cell in zip(positions, cells) if value(cell) is not None]
+        if points:
+            axes.plot(*zip(*points), label=published_label(reference), **style)
+            drawn += [y for _, y in points]
+        out_of_memory = [x for x, cell in zip(positions, cells) if is_oom(cell)]
+        if not out_of_memory:
+            continue
+        if not points:  # its legend entry all the same
+            axes.plot([], [], label=published_label(reference), **style)
+        top = axes.get_xaxis_transform()  # x in data, y in the panel's fraction
+        for x in out_of_memory:
+            axes.plot([x], [0.93], transform=top, clip_on=False, **style)
+            axes.annotate("OOM", (x, 0.93), xycoords=top, xytext=(0, -4), textcoords="offset points", ha="center",
+                          va="top", fontsize=6, color=style["color"])
+
+
 def unit_of(document, quantity):
     return next((column["unit"] for column in document["columns"] if column["quantity"] == quantity), "")
 
@@ -162,10 +205,11 @@ def scenarios(document):
 
 
 def figure_title(view, document):
-    """'<view>: <scenarios> on <devices>' and the fields every group shares that
-    differ from a scenario's defaults (the report's notes list them all)."""
+    """'<view>: <scenarios> on <what ran>' (the CPU and its threads, a GPU's name, the
+    simulator's model, or a device that only planned its memory) and the fields every
+    group shares that differ from a scenario's defaults (the report's notes list them all)."""
     where = ", ".join(scenarios(document)) or "no records"
-    on = ", ".join(devices(document)) or "no device"
+    on = ", ".join(document.get("ran_on") or devices(document)) or "no records"
     labels = document.get("title_labels", document.get("common_labels", {}))
     fixed = ", ".join(f"{key}={label}" for key, label in labels.items() if key != "scenario")
     return f"{view}: {where} on {on}" + (f"\nfixed: {fixed}" if fixed else "")
@@ -369,7 +413,7 @@ def value_labels(axes, drawn, cells, floor=None):
                       ha="center", va="bottom", rotation=90, fontsize=6)
 
 
-def grouped_bars(axes, labels, bars, colors, floor=None, published=()):
+def grouped_bars(axes, labels, bars, colors, floor=None, published=(), styles=None):
     """Bars per implementation at each x value, each with its value; published values
     of a bar's implementation (its counterpart) as marks on it."""
     width = 0.8 / max(len(bars), 1)
@@ -379,22 +423,20 @@ def grouped_bars(axes, labels, bars, colors, floor=None, published=()):
         heights = [value(cell) or 0 for cell in cells]
         drawn = axes.bar(positions, heights, width, label=name, color=colors.get(name))
         value_labels(axes, drawn, cells, floor)
-    for reference, cells in published:
-        offset = offsets.get(reference.get("counterpart"), 0.0)
-        points = [(i + offset, value(cell)) for i, cell in enumerate(cells) if value(cell) is not None]
-        if points:
-            axes.plot(*zip(*points), label=published_label(reference), **PUBLISHED_STYLE)
     axes.set_xticks(range(len(labels)), labels)
     axes.margins(y=0.25)
+    for reference, cells in published:
+        offset = offsets.get(reference.get("counterpart"), 0.0)
+        draw_published(axes, [(reference, cells)], [i + offset for i in range(len(cells))], styles, [])
     axes.grid(axis="y", alpha=0.3)
 
 
-def plot_throughput(figures, document, colors):
+def plot_throughput(figures, document, colors, styles):
     unit = unit_of(document, "throughput")
 
     def draw(axes, group):
         grouped_bars(axes, x_labels(document, group), series(document, group, "throughput"), colors,
-                     published=published_series(document, group, "throughput"))
+                     published=published_series(document, group, "throughput"), styles=styles)
         axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel(unit)
 
@@ -415,10 +457,11 @@ def plot_speedup(figures, document, colors):
     draw_view(figures, document, f"Speedup over {baseline}", "speedup", draw, quantity="speedup")
 
 
-def lines_against_x(axes, document, group, cells_by_name, colors, published=()):
+def lines_against_x(axes, document, group, cells_by_name, colors, published=(), styles=None, styles_of=None):
     """One line per implementation against the x axis, on log axes (evenly spaced x when
     the x values are not distinct numbers); planned amounts hollow and dotted, published
-    values as reference marks."""
+    values as reference marks. `styles_of(name)` gives a series' label and line style
+    (default: its name, solid with dots). Returns the y values drawn."""
     labels = x_labels(document, group)
     numbers = x_positions(document, group)
     positions = numbers if numbers else list(range(len(labels)))
@@ -427,18 +470,15 @@ def lines_against_x(axes, document, group, cells_by_name, colors, published=()):
         points = [(x, value(cell), planned(cell)) for x, cell in zip(positions, cells) if value(cell) is not None]
         if not points:
             continue
-        color = colors.get(name)
-        axes.plot([x for x, _, _ in points], [y for _, y, _ in points], color=color, label=name, marker="o",
-                  markevery=[i for i, (_, _, p) in enumerate(points) if not p])
+        label, style = styles_of(name) if styles_of else (name, {"color": colors.get(name), "marker": "o"})
+        axes.plot([x for x, _, _ in points], [y for _, y, _ in points], label=label,
+                  markevery=[i for i, (_, _, p) in enumerate(points) if not p], **style)
         hollow = [(x, y) for x, y, p in points if p]
         if hollow:
-            axes.plot(*zip(*hollow), marker="o", fillstyle="none", linestyle="none", color=color)
+            axes.plot(*zip(*hollow), marker="o", fillstyle="none", linestyle="none", color=style["color"])
         drawn += [y for _, y, _ in points]
-    for reference, cells in published:
-        points = [(x, value(cell)) for x, cell in zip(positions, cells) if value(cell) is not None]
-        if points:
-            axes.plot(*zip(*points), label=published_label(reference), **PUBLISHED_STYLE)
-            drawn += [y for _, y in points]
+    if published:
+        draw_published(axes, published, positions, styles, drawn)
     if numbers:
         log_axis(axes, "x", positions)
         axes.xaxis.set_major_locator(ticker.FixedLocator(positions))
@@ -447,19 +487,20 @@ def lines_against_x(axes, document, group, cells_by_name, colors, published=()):
         axes.set_xticks(positions, labels)
     log_axis(axes, "y", drawn)
     axes.grid(alpha=0.3)
+    return drawn
 
 
-def plot_runtime(figures, document, colors):
+def plot_runtime(figures, document, colors, styles):
     def draw(axes, group):
         lines_against_x(axes, document, group, series(document, group, "runtime"), colors,
-                        published_series(document, group, "runtime"))
+                        published_series(document, group, "runtime"), styles)
         axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel("Runtime (ms)")
 
     draw_view(figures, document, "Runtime (ms, median)", "runtime", draw, quantity="runtime")
 
 
-def plot_memory(figures, document, colors):
+def plot_memory(figures, document, colors, styles):
     unit = unit_of(document, "peak_memory")
     any_planned = any(planned(cell) for group in document["groups"] for row in group["rows"] for cell in row)
     extra = [(Line2D([], [], color="gray", marker="o", fillstyle="none", linestyle="none"),
@@ -467,48 +508,110 @@ def plot_memory(figures, document, colors):
 
     def draw(axes, group):
         lines_against_x(axes, document, group, series(document, group, "peak_memory"), colors,
-                        published_series(document, group, "peak_memory"))
+                        published_series(document, group, "peak_memory"), styles)
         axes.set_xlabel(x_axis_label(document))
         axes.set_ylabel(f"Peak memory ({unit})")
 
     draw_view(figures, document, f"Peak memory ({unit})", "memory", draw, extra, quantity="peak_memory")
 
 
+def traffic_words(document):
+    """What the io figure's bytes are: HBM bytes where a profiler measured them, the
+    bytes a CPU tiled implementation moved between its arrays and tiles where it
+    counted them (no HBM on a CPU), both where the sources mix; modelled HBM bytes
+    where nothing was measured or counted."""
+    source_column = column_of(document, "hbm_source")
+    sources = {row[source_column] for group in document["groups"] for row in group["rows"]} & {"measured", "counted"}
+    if not sources:  # only the implementations' models (a --memory-only run of a GPU's implementations)
+        return "Modelled HBM bytes", "measured"
+    if sources == {"measured"}:
+        return "HBM bytes", "measured"
+    if sources == {"counted"}:
+        return "Bytes between arrays and tiles", "counted"
+    return "Bytes (HBM measured, or counted between arrays and tiles)", "measured or counted"
+
+
 def plot_io(figures, document, colors):
+    """Moved bytes (measured, else counted; solid) and modelled bytes (dashed, drawn over
+    the moved ones, which are wider and paler so that both show where they agree):
+    against the compulsory bytes (log-log, with y = x) when the x axis is the sequence
+    length, else against the x axis (--x block: the FlashAttention paper's Figure 2
+    middle), with the compulsory bytes as a dotted line."""
     unit = unit_of(document, "compulsory_bytes")
     name_column = column_of(document, "implementation")
     compulsory_column = column_of(document, "compulsory_bytes")
     modelled_column = column_of(document, "modelled_bytes")
     traffic_columns = (column_of(document, "measured_bytes"), column_of(document, "counted_bytes"))
+    words, source = traffic_words(document)
+    against_compulsory = x_axis_of(document) == "seqlen"
+    moved_style = {"linewidth": 3.5, "alpha": 0.45, "marker": "o", "markersize": 7, "zorder": 2}
+    modelled_style = {"linewidth": 1.2, "linestyle": "--", "marker": "x", "zorder": 3}
 
-    def draw(axes, group):
+    def moved_bytes(row):
+        return next((value(row[c]) for c in traffic_columns if value(row[c]) is not None), None)
+
+    def draw_against_compulsory(axes, group):
         moved, modelled = {}, {}
         for row in group["rows"]:
             x = value(row[compulsory_column])
             if x is None:
                 continue
             name = row[name_column]
-            traffic = next((value(row[c]) for c in traffic_columns if value(row[c]) is not None), None)
-            if traffic is not None:
-                moved.setdefault(name, []).append((x, traffic))
+            if moved_bytes(row) is not None:
+                moved.setdefault(name, []).append((x, moved_bytes(row)))
             if value(row[modelled_column]) is not None:
                 modelled.setdefault(name, []).append((x, value(row[modelled_column])))
         compulsory = [x for points in (moved, modelled) for xy in points.values() for x, _ in xy]
         for name, xy in moved.items():
-            axes.plot(*zip(*sorted(xy)), marker="o", label=f"{name} measured or counted", color=colors.get(name))
+            axes.plot(*zip(*sorted(xy)), label=f"{name} {source}", color=colors.get(name), **moved_style)
         for name, xy in modelled.items():
-            axes.plot(*zip(*sorted(xy)), marker="x", linestyle="--", label=f"{name} modelled",
-                      color=colors.get(name))
+            axes.plot(*zip(*sorted(xy)), label=f"{name} modelled", color=colors.get(name), **modelled_style)
         log_axis(axes, "x", compulsory)
         log_axis(axes, "y", [y for points in (moved, modelled) for xy in points.values() for _, y in xy] + compulsory)
         if compulsory:  # the floor, y = x, across the whole panel
             span = axes.get_xlim()
             axes.plot(span, span, color="black", linestyle=":", linewidth=0.8, label="compulsory (y = x)")
-        axes.set_xlabel(f"Compulsory HBM bytes ({unit})")
-        axes.set_ylabel(f"HBM bytes ({unit})")
+        axes.set_xlabel(f"Compulsory bytes ({unit})")
         axes.grid(alpha=0.3)
 
-    draw_view(figures, document, f"HBM traffic against the compulsory bytes ({unit})", "io", draw)
+    def draw_against_x(axes, group):
+        # One column per series: (implementation, kind) -> a cell per row, the x axis's rows
+        # in the group (several implementations share a row's x value).
+        rows = group["rows"]
+        keys = list(dict.fromkeys(tuple(text(cell) for cell in row[:name_column]) for row in rows))
+        row_group = {"rows": [next(row for row in rows if tuple(text(c) for c in row[:name_column]) == key)
+                              for key in keys]}
+        cells = {}
+        for row in rows:
+            at = keys.index(tuple(text(cell) for cell in row[:name_column]))
+            name = row[name_column]
+            for kind, amount in (("moved", moved_bytes(row)), ("modelled", value(row[modelled_column])),
+                                 ("compulsory", value(row[compulsory_column]))):
+                cells.setdefault((name, kind), [None] * len(keys))[at] = amount
+        compulsory = [None] * len(keys)
+        for (name, kind), amounts in cells.items():
+            if kind == "compulsory":
+                compulsory = [c if c is not None else a for c, a in zip(compulsory, amounts)]
+        series_cells = {key: amounts for key, amounts in cells.items() if key[1] != "compulsory"}
+        series_cells = dict(sorted(series_cells.items(), key=lambda item: item[0][1] == "modelled"))
+        series_cells[("compulsory", "compulsory")] = compulsory
+
+        def style_of(key):
+            name, kind = key
+            if kind == "compulsory":
+                return "compulsory", {"color": "black", "linestyle": ":", "linewidth": 0.8, "marker": "none"}
+            style = moved_style if kind == "moved" else modelled_style
+            return f"{name} {source if kind == 'moved' else 'modelled'}", {"color": colors.get(name), **style}
+
+        lines_against_x(axes, document, row_group, series_cells, colors, styles_of=style_of)
+        axes.set_xlabel(x_axis_label(document))
+
+    def draw(axes, group):
+        (draw_against_compulsory if against_compulsory else draw_against_x)(axes, group)
+        axes.set_ylabel(f"{words} ({unit})")
+
+    against = "the compulsory bytes" if against_compulsory else x_axis_label(document).lower()
+    draw_view(figures, document, f"{words} against {against} ({unit})", "io", draw)
 
 
 # ---- The roofline ----
@@ -560,10 +663,13 @@ def roofline_note(document, by_device, unit):
                     lines.append(f"  - {name}: median {100 * statistics.median(fractions):.0f}% of the roof.")
             above = [p for p in points if value(p["roof"]) and value(p["achieved"]) > value(p["roof"])]
             if above:
-                lines.append(f"  - Not as predicted: {len(above)} point(s) lie above the roof "
-                             f"({', '.join(sorted({p['implementation'] for p in above}))}): a calibrated ceiling is "
-                             "a measured rate, not a limit; the calibration's plain GEMM ran slower than these "
-                             "calls, or the host was busier while it ran (its load average is in the results).")
+                lines.append(f"  - Contradiction: {len(above)} point(s) lie above the roof "
+                             f"({', '.join(sorted({p['implementation'] for p in above}))}), so the roof is drawn "
+                             "dashed, as a lower bound: "
+                             + ("a calibrated ceiling is a measured rate, not a limit (recalibrate on an idle machine: "
+                                "`attnbench run --calibrate`), and counted bytes on a CPU are tile traffic that the "
+                                "caches serve faster than the copy bandwidth." if device == "cpu" else
+                                "the published peaks are below what ran; check the device's model and clocks."))
         cases = {}
         for p in points:
             cases.setdefault(p["case"], []).append(p)
@@ -615,8 +721,13 @@ def plot_roofline(figures, document, colors):
             ridge = ceiling["ridge_flop_per_byte"]
             xs_all = xs + [ridge]
             low, high = min(xs_all) / 3, max(xs_all) * 3
-            axes.plot([low, ridge, high], [bandwidth * low, peak, peak], color="black", linewidth=1,
-                      label="ceilings (compute, bandwidth)")
+            if ceiling.get("lower_bound"):  # measured points above it: no limit, and the figure says so
+                axes.plot([low, ridge, high], [bandwidth * low, peak, peak], color="black", linewidth=1,
+                          linestyle="--", label=f"ceilings, a lower bound: {ceiling['points_above']} point(s) "
+                                                "above (see the note)")
+            else:
+                axes.plot([low, ridge, high], [bandwidth * low, peak, peak], color="black", linewidth=1,
+                          label="ceilings (compute, bandwidth)")
 
             ys = ys + [peak, bandwidth * low]
         for name in dict.fromkeys(p["implementation"] for p in points):
@@ -643,11 +754,12 @@ def draw_all(tables, directory):
     # One colour per implementation in every figure, in the report's order.
     names = [column["implementation"] for column in tables["seqlen"]["columns"] if column["quantity"] == "runtime"]
     colors = {name: f"C{i % 10}" for i, name in enumerate(names)}
+    styles = PublishedStyles(colors)
     figures = Figures(directory)
-    plot_throughput(figures, tables["seqlen"], colors)
-    plot_runtime(figures, tables["seqlen"], colors)
+    plot_throughput(figures, tables["seqlen"], colors, styles)
+    plot_runtime(figures, tables["seqlen"], colors, styles)
     plot_speedup(figures, tables["seqlen"], colors)
-    plot_memory(figures, tables["memory"], colors)
+    plot_memory(figures, tables["memory"], colors, styles)
     plot_io(figures, tables["io"], colors)
     plot_roofline(figures, tables["roofline"], colors)
     return figures

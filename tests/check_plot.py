@@ -19,8 +19,12 @@ Nk; a sweep of block sizes), then:
   implementation; measured and modelled bytes and the compulsory line in io;
   no speedup of the baseline over itself; the published value as a reference
   mark; no cpu.reference); no speedup label across the line at 1;
-- a sweep of block sizes with --x block: one panel, the block sizes on x;
-- planned memory (run --memory-only) drawn hollow, with its legend entry;
+- a sweep of block sizes with --x block (Figure 2 middle): one panel, the block
+  sizes on x in every figure, io's counted and modelled bytes both visible;
+- published series: a marker each, the publication's OOM drawn;
+- planned memory (run --memory-only) drawn hollow, with its legend entry, and a
+  GPU's planned memory titled as planned, not "on no device";
+- a roof below measured points drawn dashed as a lower bound, the note naming it;
 - bad input: plot.py fails naming the file and writes nothing.
 """
 import argparse
@@ -41,12 +45,21 @@ MEASURE = {"cache": "hot", "warmup_min_iterations": 1, "warmup_min_seconds": 0, 
 PUBLISHED = {"label": "Paper", "device": "X1", "source": "a test", "counterpart": "cpu.flash",
              "quantity": "throughput", "unit": "GFLOP/s", "values": [{"where": {"seqlen": 64, "causal": False},
                                                                      "value": 1.5}]}
+# A second published series, of the other implementation, that ran out of memory
+# at N 128 in its publication, and the first series' runtimes: two series in one
+# figure, each with its own marker, the OOM drawn as the paper prints it.
+PUBLISHED_RUNTIME = {**PUBLISHED, "quantity": "runtime", "unit": "ms",
+                     "values": [{"where": {"seqlen": 64, "causal": False}, "value": 0.02}]}
+OTHER = {"label": "Other", "device": "X1", "source": "a test", "counterpart": "cpu.standard", "quantity": "runtime",
+         "unit": "ms", "values": [{"where": {"seqlen": 64, "causal": False}, "value": 0.03},
+                                  {"where": {"seqlen": 128, "causal": False}, "value": "OOM"}]}
+OTHER_LABEL = "Other (X1), published"
 SWEEP = {
     "name": "plot_sweep", "description": "tiny sweep for the plot check",
     "defaults": {"batch": 1, "heads": 2, "head_dim": 16},
     "sweep": {"seqlen": [32, 64, 128], "causal": [False, True]},
     "implementations": ["cpu.flash", "cpu.standard", "cpu.reference"], "measure": MEASURE,
-    "published": [PUBLISHED],
+    "published": [PUBLISHED, PUBLISHED_RUNTIME, OTHER],
 }
 RECTANGLE = {
     "name": "plot_rect", "description": "one case with Nq != Nk",
@@ -61,7 +74,7 @@ BLOCKS = {
 }
 VIEWS = ("throughput", "runtime", "speedup", "memory", "io", "roofline")
 Y_LABELS = {"throughput": "FLOP/s", "runtime": "Runtime (ms)", "speedup": "Speedup over cpu.standard",
-            "memory": "Peak memory", "io": "HBM bytes (", "roofline": "Achieved"}
+            "memory": "Peak memory", "io": "Bytes between arrays and tiles (", "roofline": "Achieved"}
 PUBLISHED_LABEL = "Paper (X1), published"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -152,6 +165,15 @@ def unclipped(view, figure):
                 and box.y1 <= whole.y1 + 1), f"{view}: {name!r} is clipped ({box} outside {whole})"
 
 
+def roof_at(axes, x):
+    """The height of the panel's ceiling line at intensity x (None without one)."""
+    line = next((l for l in axes.get_lines() if l.get_label().startswith("ceilings")), None)
+    if line is None:
+        return None
+    (low, ridge, _), (base, peak, _) = line.get_xdata(), line.get_ydata()
+    return peak if x >= ridge else base * x / low
+
+
 def check_figures(plot_module, binary, results, device):
     kept = draw_kept(plot_module, binary, results)
     assert set(kept) == set(VIEWS), f"one figure per view, got {sorted(kept)}"
@@ -160,7 +182,7 @@ def check_figures(plot_module, binary, results, device):
         unclipped(view, figure)
         renderer = figure.canvas.get_renderer()
         suptitle = figure._suptitle
-        for expected in ("plot_sweep", "plot_rect", device, "heads=2", "head_dim=16"):
+        for expected in ("plot_sweep", "plot_rect", f"on CPU {device}", "heads=2", "head_dim=16"):
             assert expected in title.replace("\n", " ") or expected in suptitle.get_text().replace("\n", " "), \
                 f"{view}: the title does not name {expected!r}: {suptitle.get_text()!r}"
         assert "layout=bshd" not in title, f"{view}: the title lists the defaults: {title!r}"
@@ -169,7 +191,14 @@ def check_figures(plot_module, binary, results, device):
             assert len(panels) == 1, f"roofline: one panel per device: {len(panels)}"
             assert panels[0].get_xscale() == "log" and "intensity" in panels[0].get_xlabel()
             names = set(panels[0].get_legend_handles_labels()[1])
-            assert names == {"cpu.flash", "cpu.standard", "ceilings (compute, bandwidth)"}, names
+            ceilings = {name for name in names if name.startswith("ceilings")}
+            assert names - ceilings == {"cpu.flash", "cpu.standard"} and len(ceilings) == 1, names
+            # Tiny cases' counted bytes stay in the caches, so their points may lie above the copy
+            # bandwidth's roof; where they do, the roof is drawn and named as a lower bound.
+            above = [line for line in panels[0].get_lines() if line.get_label() in ("cpu.flash", "cpu.standard")
+                     and any(y > roof for x, y in zip(line.get_xdata(), line.get_ydata())
+                             for roof in [roof_at(panels[0], x)] if roof is not None)]
+            assert bool(above) == ("a lower bound" in next(iter(ceilings))), (ceilings, [l.get_label() for l in above])
             continue
         assert len(panels) == 3, f"{view}: one panel per group (causal off, on, and the rectangle): {len(panels)}"
         rectangle = [axes for axes in panels if "plot_rect" in axes.get_title()]
@@ -197,19 +226,30 @@ def check_figures(plot_module, binary, results, device):
         for axes in panels:
             names |= set(axes.get_legend_handles_labels()[1])
         if view == "io":
-            expected = {f"{i} {kind}" for i in ("cpu.flash", "cpu.standard") for kind in ("measured or counted",
+            expected = {f"{i} {kind}" for i in ("cpu.flash", "cpu.standard") for kind in ("counted",
                                                                                         "modelled")}
             expected.add("compulsory (y = x)")
         elif view == "speedup":
             expected = {"cpu.flash"}
         elif view == "throughput":
             expected = {"cpu.flash", "cpu.standard", PUBLISHED_LABEL}
+        elif view == "runtime":
+            expected = {"cpu.flash", "cpu.standard", PUBLISHED_LABEL, OTHER_LABEL}
         else:
             expected = {"cpu.flash", "cpu.standard"}
         assert names == expected, f"{view}: series {sorted(names)}, expected {sorted(expected)}"
         legends = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
         legends += [text.get_text() for axes in panels if axes.get_legend() for text in axes.get_legend().get_texts()]
         assert set(legends) == expected, f"{view}: legend {legends}"
+        if view == "io":  # no HBM on a CPU: the bytes a tiled implementation counted
+            assert "HBM" not in title and all("HBM" not in axes.get_ylabel() for axes in panels), title
+        if view == "runtime":  # each published series its own marker and colour; the OOM drawn as the paper prints it
+            marks = {line.get_label(): (line.get_marker(), line.get_color()) for axes in panels
+                     for line in axes.get_lines() if line.get_label().endswith(", published")}
+            assert len(set(marks.values())) == len(marks) == 2, f"runtime: published series look alike: {marks}"
+            unmasked = [axes for axes in panels if "causal=false" in axes.get_title()]
+            assert [t.get_text() for axes in unmasked for t in axes.texts] == ["OOM"], \
+                f"runtime: the published OOM at N 128: {[t.get_text() for a in unmasked for t in a.texts]}"
         if view == "speedup":  # no value label across the line at 1
             for axes in panels:
                 line_y = axes.transData.transform((0, 1.0))[1]
@@ -220,16 +260,31 @@ def check_figures(plot_module, binary, results, device):
 
 
 def check_block_axis(plot_module, binary, results):
-    """A sweep of block sizes with --x block is one panel with the block sizes on x."""
+    """A sweep of block sizes with --x block (Figure 2 middle) is one panel with the
+    block sizes on x in every figure against the sweep, io included: the counted and
+    the modelled bytes both visible where they agree (the dashed model over a wider,
+    paler counted line), and the compulsory bytes."""
     kept = draw_kept(plot_module, binary, [results], "block")
-    for view in ("throughput", "io"):
+    for view in ("throughput", "runtime", "memory", "io"):
         figure = kept[view][0]
         unclipped(f"{view} --x block", figure)
         panels = [axes for axes in figure.axes if axes.get_visible()]
         assert len(panels) == 1, f"{view} --x block: {len(panels)} panels"
-    axes = [a for a in kept["throughput"][0].axes if a.get_visible()][0]
-    assert [t.get_text() for t in tick_labels(axes.xaxis)] == ["16", "32", "64"], tick_labels(axes.xaxis)
-    assert "Block size" in axes.get_xlabel(), axes.get_xlabel()
+        axes = panels[0]
+        assert [t.get_text() for t in tick_labels(axes.xaxis)] == ["16", "32", "64"], \
+            f"{view} --x block: x ticks {[t.get_text() for t in tick_labels(axes.xaxis)]}"
+        assert "Block size" in axes.get_xlabel(), f"{view}: {axes.get_xlabel()}"
+    axes = [a for a in kept["io"][0].axes if a.get_visible()][0]
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert {"cpu.flash counted", "cpu.flash modelled", "compulsory"} <= set(lines), sorted(lines)
+    counted, modelled = lines["cpu.flash counted"], lines["cpu.flash modelled"]
+    assert len(counted.get_xdata()) == len(modelled.get_xdata()) == 3, "one point per block size"
+    assert list(counted.get_ydata()) == list(modelled.get_ydata()), "cpu.flash counts what its model says"
+    assert len(set(counted.get_ydata())) == 3, "the bytes change with the block size"
+    assert modelled.get_linestyle() == "--" and modelled.get_zorder() > counted.get_zorder(), \
+        "the dashed model line is drawn over the counted one"
+    assert counted.get_linewidth() > 2 * modelled.get_linewidth() and counted.get_alpha() < 1, \
+        "the counted line shows around the model line"
 
 
 def check_speedup_labels(plot_module, binary, results, directory):
@@ -268,6 +323,47 @@ def check_planned_memory(plot_module, binary, results, directory):
     assert "hollow: planned (arena plan, not run)" in legends, legends
 
 
+def check_roof_below_points(plot_module, binary, results, directory):
+    """A calibration below the measured points is no roof: drawn dashed as a lower
+    bound, and the note names the contradiction."""
+    document = json.loads(results.read_text())
+    document["host"]["calibration"]["gemm"]["flops_per_second"] = 1e6
+    document["host"]["calibration"]["copy"]["bytes_per_second"] = 1e5
+    edited = directory / "low_roof.json"
+    edited.write_text(json.dumps(document))
+    figure, _, note = draw_kept(plot_module, binary, [edited])["roofline"]
+    unclipped("roofline under its points", figure)
+    ceilings = [line for axes in figure.axes for line in axes.get_lines() if line.get_label().startswith("ceilings")]
+    assert len(ceilings) == 1 and ceilings[0].get_linestyle() == "--", [line.get_label() for line in ceilings]
+    assert "a lower bound" in ceilings[0].get_label(), ceilings[0].get_label()
+    assert "Contradiction" in note and "lower bound" in note, note
+
+
+def check_planned_title(plot_module, binary, directory):
+    """A --memory-only run of a GPU implementation without a GPU is titled with what was
+    planned, not "on no device"."""
+    info = json.loads(subprocess.run([binary, "info", "--json"], capture_output=True, text=True).stdout)
+    if not info["tool"]["cuda_built"]:
+        print("plot.py: planned title not checked (built without CUDA)")
+        return
+    scenario = {"name": "plot_planned", "description": "memory planned for a GPU that is not here",
+                "defaults": {"batch": 1, "heads": 2, "head_dim": 64}, "sweep": {"seqlen": [128, 256]},
+                "implementations": ["cuda.flash"]}
+    path = attnbench_testing.write_scenario(directory / "planned_scenario.json", scenario)
+    results = directory / "planned-results.json"
+    run = subprocess.run([binary, "run", str(path), "--memory-only", "-o", str(results)], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    if json.loads(results.read_text())["devices"]:
+        print("plot.py: planned title not checked (a GPU is here)")
+        return
+    kept = draw_kept(plot_module, binary, [results])
+    _, title, _ = kept["memory"]
+    assert "no device" not in title and "on cuda (planned, not run)" in title, title
+    _, io_title, _ = kept["io"]
+    assert io_title.startswith("Modelled HBM bytes against the compulsory bytes"), io_title
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -286,13 +382,16 @@ def main():
                                  capture_output=True, text=True)
             assert run.returncode == 0, run.stdout + run.stderr
         blocks = results.pop()
-        device = json.loads(results[0].read_text())["devices"][0]["name"]
+        first = json.loads(results[0].read_text())
+        device = f"{first['devices'][0]['name']}, {first['threads']} thread"  # "AMD EPYC, 2 threads"
 
         check_files(plot, args.binary, results, directory / "plots")
         check_figures(load_plot_module(args.source_dir), args.binary, results, device)
         check_block_axis(load_plot_module(args.source_dir), args.binary, blocks)
         check_planned_memory(load_plot_module(args.source_dir), args.binary, results[0], directory)
         check_speedup_labels(load_plot_module(args.source_dir), args.binary, results[0], directory)
+        check_roof_below_points(load_plot_module(args.source_dir), args.binary, results[0], directory)
+        check_planned_title(load_plot_module(args.source_dir), args.binary, directory)
 
         broken = directory / "broken.json"
         broken.write_text('{"schema": "attnbench.results/1", "records": [')
@@ -307,7 +406,8 @@ def main():
                                   str(directory / "absent"), "--out", str(nothing)], capture_output=True, text=True)
         assert missing.returncode == 2 and "--attnbench" in missing.stderr, missing.stderr
     print("plot.py: one figure per view as PNG and SVG with an index; nothing clipped; titles, labels, ticks, "
-          "series, published marks, the block axis and planned memory checked; bad input refused")
+          "series, published marks and OOM, the block axis, planned memory and titles, a roof under its points "
+          "checked; bad input refused")
 
 
 if __name__ == "__main__":

@@ -54,11 +54,60 @@ TEST(Calibration, TheRateIsThatOfTheProductItIsGiven) {
   EXPECT_GE(calibration.seconds, 0.01);
 }
 
+TEST(Calibration, TheRateIsTheBestOfSeveralTriesSoABusyMomentDoesNotLowerTheRoof) {
+  // Other work competes for the CPUs during the first try (10 ms per product),
+  // then stops (1 ms): the calibration keeps the idle rate.
+  int calls = 0;
+  const GemmKernel contended{"contended stand-in", [&calls](int, int, int, const float*, const float*, float*, int) {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(++calls <= 4 ? 10 : 1));
+                             }};
+  CalibrationSettings settings;
+  settings.gemm_size = 64;
+  settings.gemm_seconds = 0;  // three products per try
+  settings.pause_seconds = 0;
+  settings.copy_bytes = std::size_t{1} << 20;
+  settings.copy_repetitions = 1;
+  const HostCalibration calibration = calibrate_host(1, 0, settings, contended);
+  EXPECT_EQ(calibration.tries, 3);
+  EXPECT_EQ(calls, 1 + 3 * 3) << "one untimed product, three per try";
+  EXPECT_GT(calibration.gemm_flops_per_second, 2.0 * 64 * 64 * 64 / 0.005) << "the idle tries' rate, not the busy one's";
+  EXPECT_EQ(calibration.to_json()["tries"], 3);
+}
+
+TEST(Calibration, OutrunAtTheRunsEndItKeepsTheFasterOfEachRate) {
+  HostCalibration start;
+  start.gemm_flops_per_second = 10e9;
+  start.copy_bytes_per_second = 20e9;
+  start.seconds = 0.5;
+  const auto record = [](const char* device, const char* status, double tflops) {
+    return nlohmann::ordered_json{{"device", device}, {"status", status}, {"timing", {{"tflops", tflops}}}};
+  };
+  using Records = nlohmann::ordered_json;
+  EXPECT_FALSE(start.outrun_by(Records::array({record("cpu", "ok", 0.009)})));
+  EXPECT_TRUE(start.outrun_by(Records::array({record("cpu", "ok", 0.009), record("cpu", "ok", 0.012)})))
+      << "a call faster than the GEMM rate contradicts the roof";
+  EXPECT_FALSE(start.outrun_by(Records::array({record("cuda", "ok", 100), record("cpu", "failed", 0.012)})))
+      << "only the host's ok records";
+  EXPECT_FALSE(start.outrun_by(Records::array({{{"device", "cpu"}, {"status", "ok"}, {"timing", nullptr}}})))
+      << "a planned record has no timing";
+  HostCalibration again;
+  again.gemm_flops_per_second = 30e9;
+  again.copy_bytes_per_second = 15e9;
+  again.seconds = 0.25;
+  start.keep_faster(again);
+  EXPECT_DOUBLE_EQ(start.gemm_flops_per_second, 30e9);
+  EXPECT_DOUBLE_EQ(start.copy_bytes_per_second, 20e9);
+  EXPECT_DOUBLE_EQ(start.seconds, 0.75);
+  EXPECT_EQ(start.to_json()["recalibrated"], true);
+  EXPECT_EQ(again.to_json()["recalibrated"], false);
+}
+
 TEST(Calibration, TheCopyIsTwiceTheLastLevelCacheWithinBoundsAndTheRecordHoldsEveryFigure) {
   CalibrationSettings settings;
   settings.gemm_size = 32;
   settings.gemm_seconds = 0;
   settings.copy_repetitions = 1;
+  settings.tries = 1;
   const std::size_t mib = std::size_t{1} << 20;
   EXPECT_EQ(calibrate_host(1, 12 * mib, settings).copy_bytes, 24 * mib);
   const HostCalibration small = calibrate_host(2, 1 * mib, settings);

@@ -40,10 +40,10 @@ TEST(Progress, ClocksCountMinutesAndHours) {
 
 // What a Progress wrote to a temporary file, once it is destroyed.
 template <typename Body>
-std::string progress_output(bool interactive, ProgressTiming timing, Body body) {
+std::string progress_output(bool interactive, ProgressTiming timing, Body body, std::size_t cases = 2) {
   std::FILE* out = std::tmpfile();
   {
-    Progress progress(2, interactive, 120, timing, out);
+    Progress progress(cases, interactive, 120, timing, out);
     body(progress);
   }
   std::string text(static_cast<std::size_t>(std::ftell(out)), '\0');
@@ -83,37 +83,121 @@ TEST(Progress, OnATerminalTheLineShowsThePhaseAndTheTimeSoFarAndNotesGoAboveIt) 
   EXPECT_NE(text.find("\r\033[Kattnbench: note: a long case\n"), std::string::npos) << text;
 }
 
-TEST(CaseEstimate, TheBestEarlierRateElseTheHostsCalibratedRateForHostImplementations) {
+TEST(CaseEstimate, ItsOwnRateOnTheLargestCaseOfItsKindElseAtLeastTheHostsGemmRate) {
   MeasureSettings settings;
   settings.warmup_min_iterations = 2;
   settings.min_samples = 10;
   EXPECT_EQ(minimum_calls(settings), 13);
 
   CaseTimeEstimator estimator(40e9);
-  std::optional<CaseEstimate> first = estimator.estimate("cpu.flash", true, 1e12, 13);
+  std::optional<CaseEstimate> first = estimator.estimate("cpu.flash fwd", true, 1e12, 13);
   ASSERT_TRUE(first.has_value());
   EXPECT_DOUBLE_EQ(first->seconds, 13 * 1e12 / 40e9);
+  EXPECT_TRUE(first->lower_bound);
   EXPECT_NE(first->rate_source.find("calibrated fp32 GEMM rate"), std::string::npos);
-  EXPECT_FALSE(estimator.estimate("cuda.flash", false, 1e12, 13).has_value()) << "no rate for a device before its first case";
+  EXPECT_NE(long_case_note("bench#0", "cpu.flash", *first).find(" will take at least 5 min: "), std::string::npos)
+      << long_case_note("bench#0", "cpu.flash", *first);
+  EXPECT_FALSE(estimator.estimate("cuda.flash fwd", false, 1e12, 13).has_value())
+      << "no rate for a device before its first case";
 
-  estimator.record("cpu.flash", 1e9, 0.5);  // 2 GFLOP/s
-  estimator.record("cpu.flash", 1e9, 0.25);  // 4 GFLOP/s: the best is kept
-  estimator.record("cpu.flash", 1e9, 1.0);
-  const std::optional<CaseEstimate> later = estimator.estimate("cpu.flash", true, 1e12, 13);
+  estimator.record("cpu.flash fwd", 1e9, 0.5);   // 2 GFLOP/s
+  estimator.record("cpu.flash fwd", 1e9, 0.25);  // 4 GFLOP/s: the fastest of equal cases is kept
+  estimator.record("cpu.flash fwd", 1e9, 1.0);
+  estimator.record("cpu.flash fwd", 1e6, 1e-4);  // 10 GFLOP/s on a tiny case: the larger case is the likelier rate
+  estimator.record("cpu.flash fwd+bwd", 1e9, 2.0);  // another kind
+  const std::optional<CaseEstimate> later = estimator.estimate("cpu.flash fwd", true, 1e12, 13);
   ASSERT_TRUE(later.has_value());
   EXPECT_DOUBLE_EQ(later->seconds, 13 * 1e12 / 4e9);
-  EXPECT_EQ(later->rate_source, "its best rate on the earlier cases");
+  EXPECT_FALSE(later->lower_bound);
+  EXPECT_EQ(later->rate_source, "its rate on an earlier case of the same kind");
   EXPECT_EQ(long_case_note("bench#0", "cpu.flash", *later).rfind(
-                "attnbench: note: bench#0 on cpu.flash will take at least 54 min: 13 calls of 1.00e+12 FLOP at "
-                "4.000 GFLOP/s, its best rate on the earlier cases.",
+                "attnbench: note: bench#0 on cpu.flash will take about 54 min: 13 calls of 1.00e+12 FLOP at "
+                "4.000 GFLOP/s, its rate on an earlier case of the same kind.",
                 0),
             0u)
       << long_case_note("bench#0", "cpu.flash", *later);
+  EXPECT_DOUBLE_EQ(estimator.estimate("cpu.flash fwd+bwd", true, 1e12, 13)->flops_per_second, 0.5e9);
   EXPECT_EQ(long_call_note("bench#0", "cpu.flash", 600, 12).rfind(
                 "attnbench: note: bench#0 on cpu.flash: one call took 10 min; 12 more calls at least: about 2 h 0 min "
                 "more.",
                 0),
             0u);
+}
+
+// The walk: attention at 1 GFLOP/s where the GEMM runs at 30: the GEMM
+// rate said "at least 7 min" for a case of hours. A small case of the same kind
+// measured first gives the implementation's own rate.
+TEST(CaseEstimate, ASmallCaseOfTheSameKindGivesTheRateBeforeTheFirstLongCase) {
+  CaseTimeEstimator estimator(30e9);
+  const double flops = 1e12;
+  EXPECT_TRUE(estimator.needs_small_case("cpu.flash fwd", flops, 13)) << "433 s at the GEMM rate";
+  EXPECT_FALSE(estimator.needs_small_case("cpu.flash fwd", 1e9, 13)) << "0.4 s at the GEMM rate: never long";
+  EXPECT_FALSE(CaseTimeEstimator(std::nullopt).needs_small_case("cpu.flash fwd", flops, 13))
+      << "without a calibration nothing says the case may be long";
+  estimator.record("cpu.flash fwd", 1e6, 1e-3);  // a tiny earlier case says little about a long one
+  EXPECT_TRUE(estimator.needs_small_case("cpu.flash fwd", flops, 13));
+
+  estimator.record("cpu.flash fwd", kSmallCaseFlops, kSmallCaseFlops / 1e9, "a small case of the same kind (b1 h1)");
+  EXPECT_FALSE(estimator.needs_small_case("cpu.flash fwd", flops, 13));
+  const std::optional<CaseEstimate> estimate = estimator.estimate("cpu.flash fwd", true, flops, 13);
+  ASSERT_TRUE(estimate.has_value());
+  EXPECT_NEAR(estimate->seconds, 13 * flops / 1e9, 1e-6) << "3.6 h, not at least 7 min";
+  EXPECT_FALSE(estimate->lower_bound);
+  EXPECT_EQ(estimate->rate_source, "its rate on a small case of the same kind (b1 h1)");
+}
+
+TEST(CaseEstimate, TheSmallCaseKeepsTheKindAndHasAtMostItsFlops) {
+  Problem problem;
+  problem.batch = 16;
+  problem.heads = 16;
+  problem.kv_heads = 4;
+  problem.seqlen_q = 8192;
+  problem.seqlen_k = 16384;
+  problem.head_dim = 128;
+  problem.direction = Direction::fwd_bwd;
+  problem.mask.causal = true;
+  const std::optional<Problem> small = small_case_of(problem);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->batch, 1);
+  EXPECT_EQ(small->kv_heads, 4);
+  EXPECT_EQ(small->heads, 16) << "the heads, which threads share, stay";
+  EXPECT_EQ(small->head_dim, 128);
+  EXPECT_EQ(small->direction, Direction::fwd_bwd);
+  EXPECT_TRUE(small->mask.causal);
+  EXPECT_NEAR(static_cast<double>(small->seqlen_k) / static_cast<double>(small->seqlen_q), 2.0, 0.01)
+      << "both lengths scaled alike";
+  EXPECT_LE(flop_count(*small).total, kSmallCaseFlops);
+  EXPECT_GT(flop_count(*small).total, kSmallCaseFlops / 4);
+  EXPECT_EQ(rate_kind("cpu.flash", problem), "cpu.flash fwd+bwd");
+
+  Problem tiny = problem;
+  tiny.seqlen_q = tiny.seqlen_k = 64;
+  EXPECT_FALSE(small_case_of(tiny).has_value()) << "small already";
+  Problem explicit_lengths = problem;
+  explicit_lengths.lengths_q.assign(16, 8000);
+  explicit_lengths.lengths_k.assign(16, 16000);
+  EXPECT_FALSE(small_case_of(explicit_lengths).has_value()) << "explicit lengths fix the sizes";
+}
+
+TEST(Progress, ASingleLongCaseShowsAnEtaFromItsEstimate) {
+  const std::string text = progress_output(true, {0.01, 30}, [](Progress& progress) {
+    progress.start_case(1, "bench#0 b1 h8");
+    progress.start_implementation("cpu.flash");
+    progress.expect_remaining(100);
+    progress.set_phase("check");
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }, 1);
+  EXPECT_NE(text.find("cpu.flash: check, 0:00  ETA 1:39"), std::string::npos) << text;
+
+  // With more cases to come and none finished, the ETA is a lower bound; without a terminal the status
+  // line carries it.
+  const std::string log = progress_output(false, {0.01, 0.05}, [](Progress& progress) {
+    progress.start_case(1, "bench#0 b1 h8");
+    progress.start_implementation("cpu.flash");
+    progress.expect_remaining(100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  });
+  EXPECT_NE(log.find("cpu.flash: set-up, 0:00 elapsed, ETA >1:3"), std::string::npos) << log;
 }
 
 }  // namespace

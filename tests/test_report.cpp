@@ -557,6 +557,33 @@ TEST(ReportRoofline, IntensityAchievedRateAndTheHostsCeilings) {
   EXPECT_NEAR(number(table, 0, 1, "roof"), 20.0, 1e-6) << "2 FLOP/byte at 10 GB/s";
   EXPECT_NEAR(number(table, 0, 1, "of_roof"), 0.25, 1e-9);
   EXPECT_EQ(cell(table, 0, 1, "bound").text, "memory");
+  EXPECT_EQ(table.metadata["ceilings"][0]["lower_bound"], false);
+  for (const std::string& note : table.notes) EXPECT_EQ(note.find("Contradiction"), std::string::npos) << note;
+
+  // A calibration the points outran (taken under load): no roof but a lower bound, and the report says so.
+  document["host"]["calibration"]["gemm"]["flops_per_second"] = 15e9;
+  const Table outrun = build_table("roofline", merged({{"r.json", document}}), {});
+  EXPECT_NEAR(number(outrun, 0, 0, "of_roof"), 20.0 / 15.0, 1e-9);
+  EXPECT_EQ(outrun.metadata["ceilings"][0]["lower_bound"], true);
+  EXPECT_EQ(outrun.metadata["ceilings"][0]["points_above"], 1);
+  std::string named;
+  for (const std::string& note : outrun.notes) {
+    if (note.rfind("Contradiction: ", 0) == 0) named = note;
+  }
+  EXPECT_NE(named.find("1 point of "), std::string::npos) << named;
+  EXPECT_NE(named.find("cpu.flash "), std::string::npos) << "names the point: " << named;
+  EXPECT_NE(named.find("lower bound"), std::string::npos) << named;
+  EXPECT_NE(named.find("attnbench run --calibrate"), std::string::npos) << "says how to recalibrate: " << named;
+}
+
+TEST(ReportTitles, NameWhatRanAndNoPaperTheScenarioDoesNotCite) {
+  const Problem p = make_problem(1, 4, 128, 64);
+  const Table table = build_table("seqlen", one_file({make_record(p, Outcome("cpu.flash"))}), {});
+  EXPECT_EQ(table.title, "Runtime and throughput by sequence length");
+  EXPECT_EQ(build_table("memory", one_file({make_record(p, Outcome("cpu.flash"))}), {}).title,
+            "Peak memory by sequence length");
+  ASSERT_EQ(table.metadata["ran_on"].size(), 1u);
+  EXPECT_EQ(table.metadata["ran_on"][0], "CPU test cpu, 2 threads");
 }
 
 TEST(ReportGrouping, TitlesLeaveTheProblemsDefaultsToTheNotes) {
@@ -587,6 +614,7 @@ TEST(ReportIo, CompulsoryCountedMeasuredAndTheRatio) {
   EXPECT_NEAR(number(table, 0, 0, "ratio"), 50000 / compulsory, 1e-12);
   EXPECT_EQ(cell(table, 0, 0, "source").text, "counted");
   EXPECT_EQ(cell(table, 0, 1, "ratio").kind, Cell::Kind::empty) << "no traffic, no ratio";
+  EXPECT_EQ(table.title.rfind("HBM", 0), std::string::npos) << "a CPU's counted bytes are no HBM bytes: " << table.title;
 }
 
 TEST(ReportAccuracy, ErrorsRuleLimitsAndTheSample) {
@@ -850,15 +878,36 @@ TEST(ReportRender, JsonCarriesTypedCellsAndUnits) {
   EXPECT_TRUE(rows[2][column_index(table, "speedup/cpu.flash")].is_null());
 }
 
-TEST(ReportRender, NumbersWithFewSignificantDigitsPrintInScientific) {
+TEST(ReportRender, SmallNumbersKeepTwoSignificantDigitsInFixedDecimals) {
   const Column column = Column::number("x", "x", "", "x", 2);
-  EXPECT_EQ(cell_text(column, Cell::value(0.004)), "4.00e-03");
-  EXPECT_EQ(cell_text(column, Cell::value(0.05)), "5.00e-02") << "0.05 would show one significant digit";
+  EXPECT_EQ(cell_text(column, Cell::value(0.0197)), "0.020") << "a small CPU footprint in GiB, not 1.97e-02";
+  EXPECT_EQ(cell_text(column, Cell::value(0.004)), "0.0040");
+  EXPECT_EQ(cell_text(column, Cell::value(0.05)), "0.050") << "0.05 would show one significant digit";
+  EXPECT_EQ(cell_text(column, Cell::value(0.0001)), "0.00010");
+  EXPECT_EQ(cell_text(column, Cell::value(0.00004)), "4.00e-05") << "scientific only below 1e-4";
+  Cell planned = Cell::value(0.0197);
+  planned.planned = true;
+  EXPECT_EQ(cell_text(column, planned), "0.020 p");
   EXPECT_EQ(cell_text(column, Cell::value(0.1)), "0.10");
   EXPECT_EQ(cell_text(column, Cell::value(0.0)), "0.00");
   EXPECT_EQ(cell_text(column, Cell::value(12.345)), "12.35");
   EXPECT_EQ(cell_text(Column::integer("n", "N", "seqlen_k"), Cell::value(2048)), "2048");
   EXPECT_EQ(cell_text(column, Cell::empty()), "-");
+}
+
+TEST(ReportRender, LatexWritesScientificNumbersAsPowersOfTen) {
+  Table table;
+  table.kind = "accuracy";
+  table.title = "Errors";
+  Column error = Column::number("err", "O max err", "", "max_abs_error", 2);
+  error.scientific = true;
+  table.columns = {Column::text("name", "name", "implementation"), error, Column::number("tiny", "tiny", "", "x", 2)};
+  table.groups.push_back(TableGroup{"g", Json::object(), {{Cell::label("cpu.flash"), Cell::value(4.73e-3),
+                                                           Cell::value(2e-6)}}});
+  const std::string latex = render_latex(table);
+  EXPECT_NE(latex.find("cpu.flash & $4.73 \\times 10^{-3}$ & $2.00 \\times 10^{-6}$ \\\\"), std::string::npos)
+      << latex;
+  EXPECT_EQ(latex.find("e-0"), std::string::npos) << "no 1.97e-02 in LaTeX:\n" << latex;
 }
 
 TEST(ReportRender, EveryFormatIsListed) {

@@ -130,9 +130,8 @@ TEST_F(HarnessThreads, OnlyTheTimedCallsTeamRunsWhileSamplesAreTimed) {
 }
 
 // The BLAS's threads are the OpenMP runtime's (harness/blas.hpp): a call from
-// a one-thread team starts no thread of its own, a team's calls run on its
-// threads, sgemm_parallel uses the threads it is given, and the release of
-// idle workers ends them too.
+// a one-thread team starts no thread of its own, and a team's calls run on its
+// threads, which the release of idle workers ends.
 class BlasThreads : public HarnessThreads {
  protected:
   // Large enough that the library would split it over threads if it could.
@@ -168,13 +167,14 @@ TEST_F(BlasThreads, CallsFromATeamRunOnItsThreadsOnly) {
   EXPECT_EQ(during, 2);
 }
 
-TEST_F(BlasThreads, TheParallelCallUsesItsThreadsAndTheReleaseEndsThem) {
-  blas::sgemm_parallel(2, blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(),
-                       kSize, 0.0f, c.data(), kSize);
-  EXPECT_EQ(process_thread_count(), 2) << "the library's worker stays until released";
+TEST_F(BlasThreads, TheReleaseEndsATeamsThreads) {
+#pragma omp parallel num_threads(2)
+  blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
+              c.data(), kSize);
+  EXPECT_EQ(process_thread_count(), 2) << "the team's worker stays until released";
   release_idle_openmp_threads();
   EXPECT_TRUE(threads_become(1));
-  // And the one-thread setting is back for the next call.
+  // And a one-thread team's call starts none again.
 #pragma omp parallel num_threads(1)
   blas::sgemm(blas::Op::none, blas::Op::none, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize, 0.0f,
               c.data(), kSize);

@@ -3,6 +3,7 @@
 #include "harness/report/table.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -11,6 +12,13 @@
 namespace attnbench {
 
 using Json = nlohmann::ordered_json;
+
+namespace {
+
+// Smaller magnitudes print in scientific notation: fixed decimals would need more than five.
+constexpr double kSmallestFixed = 1e-4;
+
+}  // namespace
 
 std::string cell_text(const Column& column, const Cell& cell) {
   switch (cell.kind) {
@@ -26,10 +34,15 @@ std::string cell_text(const Column& column, const Cell& cell) {
   const double v = cell.number;
   if (!std::isfinite(v)) return "-";
   if (column.type == Column::Type::integer) return std::to_string(std::llround(v));
-  // A small value would show fewer than two significant digits (0.00, 0.01): scientific instead.
-  const bool too_small = v != 0 && std::abs(v) < std::pow(10.0, 1 - column.decimals);
-  const std::string number = column.scientific || too_small ? format_scientific(v, 2) : format_fixed(v, column.decimals);
-  return number + (cell.planned ? " p" : "");
+  if (column.scientific) return format_scientific(v, 2) + (cell.planned ? " p" : "");
+  // A small value keeps two significant digits with more decimals (0.020, not
+  // 0.02 or 1.97e-02); only one below kSmallestFixed goes scientific.
+  int decimals = column.decimals;
+  if (v != 0 && std::abs(v) < std::pow(10.0, 1 - decimals)) {
+    decimals = 1 - static_cast<int>(std::floor(std::log10(std::abs(v))));
+  }
+  const bool tiny = v != 0 && std::abs(v) < kSmallestFixed;
+  return (tiny ? format_scientific(v, 2) : format_fixed(v, decimals)) + (cell.planned ? " p" : "");
 }
 
 namespace {
@@ -134,6 +147,27 @@ std::string latex_escape(const std::string& text) {
                             {'\n', " "}});
 }
 
+// A number in scientific notation ("4.73e-03", "1.2e+05 p") as LaTeX writes
+// it: $4.73 \times 10^{-3}$; any other cell unchanged.
+std::string latex_number(const std::string& cell) {
+  const std::size_t e = cell.find('e');
+  if (e == std::string::npos || e == 0 || e + 2 >= cell.size()) return cell;
+  const auto digits = [&](std::size_t from, std::size_t to) {
+    return from < to && std::all_of(cell.begin() + static_cast<std::ptrdiff_t>(from),
+                                    cell.begin() + static_cast<std::ptrdiff_t>(to), [](char c) {
+                                      return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+                                    });
+  };
+  const std::size_t mantissa_start = cell[0] == '-' ? 1 : 0;
+  const std::size_t end = cell.find(' ', e);
+  const std::size_t exponent_end = end == std::string::npos ? cell.size() : end;
+  if (!digits(mantissa_start, e) || (cell[e + 1] != '-' && cell[e + 1] != '+') || !digits(e + 2, exponent_end)) {
+    return cell;
+  }
+  const int exponent = std::stoi(cell.substr(e + 1, exponent_end - e - 1));
+  return "$" + cell.substr(0, e) + " \\times 10^{" + std::to_string(exponent) + "}$" + cell.substr(exponent_end);
+}
+
 std::string latex_row(const std::vector<std::string>& cells) {
   std::string out;
   for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? " & " : "") + cells[i];
@@ -223,7 +257,7 @@ std::string render_latex(const Table& table) {
     for (const auto& row : group.rows) {
       std::vector<std::string> cells;
       for (std::size_t i = 0; i < table.columns.size(); ++i) {
-        cells.push_back(latex_escape(cell_text(table.columns[i], row[i])));
+        cells.push_back(latex_number(latex_escape(cell_text(table.columns[i], row[i]))));
       }
       out += latex_row(cells);
     }

@@ -606,6 +606,36 @@ std::vector<RecordRef> by_implementation(const MergedResults& results, std::vect
   return records;
 }
 
+// What the records ran on, for titles: "CPU AMD EPYC, 2 threads", a GPU's
+// name, the simulator's model; "cuda (planned, not run)" for a device kind
+// whose records only planned their memory (run --memory-only without it).
+Json ran_on(const MergedResults& results) {
+  Json described = Json::array();
+  const auto add = [&](const std::string& text) {
+    if (std::find(described.begin(), described.end(), Json(text)) == described.end()) described.push_back(text);
+  };
+  std::set<std::string> kinds_with_device;
+  for (const RecordRef& ref : results.records()) {
+    const Json& document = results.document_of(ref);
+    const Json& kind = (*ref.record)["device"];
+    const Json* device = nullptr;
+    for (const Json& entry : document["devices"]) {
+      if (entry["kind"] == kind) device = &entry;
+    }
+    if (device == nullptr) continue;
+    kinds_with_device.insert(kind.get<std::string>());
+    const std::string name = (*device)["name"];
+    const bool threads = kind == "cpu" && document.contains("threads") && document["threads"].is_number_integer();
+    add(kind != "cpu" ? name
+                      : "CPU " + name + (threads ? ", " + count_of(document["threads"].get<std::size_t>(), "thread") : ""));
+  }
+  for (const RecordRef& ref : results.records()) {
+    const std::string kind = (*ref.record)["device"];
+    if (!kinds_with_device.count(kind)) add(kind + " (planned, not run)");
+  }
+  return described;
+}
+
 // A table with its JSON metadata and the notes every table ends with: why
 // records have no numbers, and where the results came from.
 Table new_table(const std::string& kind, const std::string& title, const MergedResults& results,
@@ -622,7 +652,9 @@ Table new_table(const std::string& kind, const std::string& title, const MergedR
                            {"tool", source.document["tool"]},
                            {"devices", devices}});
   }
-  table.metadata = Json{{"baseline", baseline.empty() ? Json(nullptr) : Json(baseline)}, {"sources", sources}};
+  table.metadata = Json{{"baseline", baseline.empty() ? Json(nullptr) : Json(baseline)},
+                         {"sources", sources},
+                         {"ran_on", ran_on(results)}};
   return table;
 }
 
@@ -915,6 +947,10 @@ void fill_wide_sweep_table(Table& table, const MergedResults& results, const std
       table.notes.push_back(published_name(series) + ": published " + q.column.key + " from " + series.source +
                             (with_ratio ? "; " + series.counterpart + " / " + series.label + " is ours over it" : "") +
                             ".");
+      if (std::any_of(series.values.begin(), series.values.end(),
+                      [](const Json& entry) { return entry["value"].is_string(); })) {
+        table.notes.push_back("OOM: " + published_name(series) + " ran out of memory in the publication.");
+      }
     }
   }
   const Grouping grouping = start_sweep_table(table, results, x);
@@ -959,10 +995,7 @@ void fill_wide_sweep_table(Table& table, const MergedResults& results, const std
 
 Table seqlen_table(const MergedResults& results, const ReportOptions& options) {
   const std::string baseline = resolve_baseline(results, options);
-  Table table = new_table("seqlen",
-                          "Runtime and throughput by " + axis_words(options) +
-                              " (FlashAttention Appendix E, FlashAttention-2 Figures 4-7)",
-                          results, baseline);
+  Table table = new_table("seqlen", "Runtime and throughput by " + axis_words(options), results, baseline);
   const Quantity runtime{{"runtime", "ms", "ms", 3},
                          [](const Json& r) { return timed(r, at(r, {"timing", "statistics", "p50"}), 1e3); },
                          "runtime", 1e-3, median_seconds};
@@ -989,7 +1022,7 @@ Table seqlen_table(const MergedResults& results, const ReportOptions& options) {
 Table memory_table(const MergedResults& results, const ReportOptions& options) {
   const std::string baseline = resolve_baseline(results, options);
   Table table =
-      new_table("memory", "Peak memory by " + axis_words(options) + " (FlashAttention Table 21)", results, baseline);
+      new_table("memory", "Peak memory by " + axis_words(options), results, baseline);
   const ByteUnit unit = table_byte_unit(results, {peak_bytes}, published_amounts(published_of(results), "peak_memory"));
   const Quantity peak{{"peak_memory", std::string("peak ") + unit.name, unit.name, 2},
                       [unit](const Json& r) { return memory_cell(r, "peak_bytes", unit); }, "peak_memory",
@@ -1018,7 +1051,8 @@ Table memory_table(const MergedResults& results, const ReportOptions& options) {
 Table io_table(const MergedResults& results, const ReportOptions& options) {
   const XAxis x = x_axis(options);
   Table table =
-      new_table("io", "HBM traffic against the compulsory bytes", results, resolve_baseline(results, options));
+      new_table("io", "Memory traffic (HBM measured, or counted between arrays and tiles) against the compulsory bytes",
+                results, resolve_baseline(results, options));
   table.columns = length_columns(x);
   table.columns.push_back(implementation_column());
   const auto traffic_of = [](const char* kind) {
@@ -1163,6 +1197,7 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
 
   Json ceilings = Json::array();
   std::set<std::string> described;
+  std::map<std::string, std::vector<std::string>> above_roof;  // device name -> the points above its roof
   fill_record_rows(table, results, x, [&](const Json& record, const RecordRef& ref) {
     const Json* device = device_of(results, ref);
     const std::optional<Ceilings> ceiling =
@@ -1191,13 +1226,26 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
     const bool placed = ceiling && has_intensity && is_ok(record);
     const double roof = placed ? ceiling->roof(intensity) : 0;
     cells.push_back(placed ? Cell::value(roof / rate.flops_per_second) : Cell::empty());
-    cells.push_back(placed && achieved && !is_simulated(record) ? Cell::value(achieved.value_or(0) / roof)
-                                                                : Cell::empty());
+    const bool fraction = placed && achieved && !is_simulated(record);
+    cells.push_back(fraction ? Cell::value(achieved.value_or(0) / roof) : Cell::empty());
+    if (fraction && achieved.value_or(0) > roof) {
+      above_roof[(*device)["name"].get<std::string>()].push_back(record["implementation"].get<std::string>() + " " +
+                                                                 short_case_label(record["problem"]));
+    }
     cells.push_back(Cell::label(!placed ? "-" : intensity < ceiling->ridge() ? "memory" : "compute"));
     const Json& algorithm = at(record, {"traffic", "modelled", "algorithm"});
     cells.push_back(Cell::label(algorithm.is_string() ? algorithm.get<std::string>() : "-"));
     return cells;
   });
+  // A measured point above its roof contradicts the roof: the ceiling is then
+  // no limit but a lower bound (a calibration the host outran, or bytes that
+  // a faster memory level than the one calibrated served).
+  for (Json& ceiling : ceilings) {
+    const auto found = above_roof.find(ceiling["device"].get<std::string>());
+    const std::size_t above = found == above_roof.end() ? 0 : found->second.size();
+    ceiling["points_above"] = above;
+    ceiling["lower_bound"] = above > 0;
+  }
   table.metadata["ceilings"] = ceilings;
   table.notes.push_back(
       "FLOP/byte: the exact FLOP count over the record's bytes: measured DRAM bytes (the profiler) where collected, "
@@ -1213,6 +1261,19 @@ Table roofline_table(const MergedResults& results, const ReportOptions& options)
                           format_bytes(ceiling["bytes_per_second"].get<double>()) + "/s, ridge " +
                           format_fixed(ceiling["ridge_flop_per_byte"].get<double>(), 1) + " FLOP/byte (" +
                           ceiling["source"].get<std::string>() + ").");
+  }
+  for (const Json& ceiling : ceilings) {
+    if (!ceiling["lower_bound"].get<bool>()) continue;
+    const std::vector<std::string>& points = above_roof[ceiling["device"].get<std::string>()];
+    const bool host = ceiling["kind"] == "cpu";
+    table.notes.push_back(
+        "Contradiction: " + count_of(points.size(), "point") + " of " + ceiling["device"].get<std::string>() +
+        (points.size() == 1 ? " lies" : " lie") + " above the roof (of roof > 1: " + join(points, "; ") +
+        "), so its roof is a lower bound here, not a limit. " +
+        (host ? "The calibration is a measured rate that other work on the machine lowers: recalibrate on an idle "
+                "machine (attnbench run --calibrate); left of the ridge, counted bytes are tile traffic that the "
+                "caches serve faster than the copy bandwidth."
+              : "The published peaks are below what ran: check the device's model and clocks."));
   }
   if (ceilings.empty()) {
     table.notes.push_back("No ceilings: the host was not calibrated (run --calibrate records it) and no GPU of a "

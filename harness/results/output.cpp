@@ -325,6 +325,11 @@ void ResultsOutput::set_load_average(const std::string& when, const std::optiona
   document_->set_load_average(when, loads);
 }
 
+void ResultsOutput::set_host_calibration(const nlohmann::ordered_json& calibration) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  document_->set_host_calibration(calibration);
+}
+
 bool ResultsOutput::has_record(const std::string& scenario, const std::string& case_key,
                                const std::string& implementation) const {
   std::lock_guard<std::mutex> guard(mutex_);

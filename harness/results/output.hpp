@@ -123,6 +123,8 @@ class ResultsOutput {
                          const nlohmann::ordered_json& clocks);
   // The load averages at the run's end (ResultsDocument::set_load_average).
   void set_load_average(const std::string& when, const std::optional<std::array<double, 3>>& loads);
+  // host.calibration, replaced (ResultsDocument::set_host_calibration).
+  void set_host_calibration(const nlohmann::ordered_json& calibration);
   bool has_record(const std::string& scenario, const std::string& case_key, const std::string& implementation) const;
 
   // The document so far; for the thread that writes, or after save_and_stop().

@@ -82,9 +82,18 @@ std::string Progress::counter() const {
 }
 
 std::string Progress::eta() const {
-  if (done_ == 0) return "ETA --";
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-  return "ETA " + format_clock(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+  const Clock::time_point now = Clock::now();
+  const double per_case = done_ == 0 ? 0 : std::chrono::duration<double>(now - start_).count() / static_cast<double>(done_);
+  if (!expected_end_) {
+    if (done_ == 0) return "ETA --";
+    return "ETA " + format_clock(per_case * static_cast<double>(total_ - done_));
+  }
+  // The running implementation's remaining time, then the cases after this one
+  // at the finished cases' average; a ">" where later cases have no average yet.
+  const double running = std::max(0.0, std::chrono::duration<double>(*expected_end_ - now).count());
+  const std::size_t later = total_ > current_ ? total_ - current_ : 0;
+  const bool unknown_rest = later > 0 && done_ == 0;
+  return std::string("ETA ") + (unknown_rest ? ">" : "") + format_clock(running + per_case * static_cast<double>(later));
 }
 
 std::string Progress::activity() const {
@@ -99,7 +108,8 @@ void Progress::draw_live_locked() {
 }
 
 void Progress::print_status_locked() {
-  std::fprintf(out_, "%s%s  %s elapsed\n", counter().c_str(), label_.c_str(), activity().c_str());
+  const std::string eta_text = expected_end_ ? ", " + eta() : "";
+  std::fprintf(out_, "%s%s  %s elapsed%s\n", counter().c_str(), label_.c_str(), activity().c_str(), eta_text.c_str());
   std::fflush(out_);
   last_line_ = Clock::now();
 }
@@ -110,6 +120,7 @@ void Progress::start_case(std::size_t number, const std::string& label) {
   label_ = label;
   implementation_.clear();
   phase_.clear();
+  expected_end_.reset();
   if (interactive_) draw_live_locked();
 }
 
@@ -118,7 +129,13 @@ void Progress::start_implementation(const std::string& name) {
   implementation_ = name;
   phase_ = "set-up";
   implementation_start_ = Clock::now();
+  expected_end_.reset();
   if (interactive_) draw_live_locked();
+}
+
+void Progress::expect_remaining(double seconds) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  expected_end_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void Progress::set_phase(const std::string& phase) {

@@ -1,6 +1,9 @@
 // Live progress of a run on stderr. On a terminal: one rewritten line (case k
 // of n, the implementation running, its phase — set-up, check, warm-up, sample
-// k — the time it has taken so far and the run's ETA), redrawn every second
+// k — the time it has taken so far and the run's ETA: the time the running
+// implementation is expected to take still, when the run has an estimate of
+// it (harness/run/case_estimate.hpp), plus the finished cases' average for
+// each case after this one), redrawn every second
 // even while one call runs for minutes. Otherwise: one plain line per finished
 // case, and a status line at least every 30 seconds while a case runs, so a
 // log never goes silent. The rewritten line never exceeds the terminal's width
@@ -13,6 +16,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -47,6 +51,11 @@ class Progress {
   void start_implementation(const std::string& name);
   // What the implementation is doing: "set-up", "check", "warm-up 2", "sample 3 of 10-1000".
   void set_phase(const std::string& phase);
+  // The running implementation is expected to take `seconds` more (an
+  // estimate before its case, its checked call's time after): the ETA counts
+  // it even before any case has finished, so that a run of one long case has
+  // one. Until the next start_implementation or start_case.
+  void expect_remaining(double seconds);
   // A line of its own, above the live line.
   void note(const std::string& text);
   void finish_case(const std::string& outcome);
@@ -70,6 +79,7 @@ class Progress {
   std::size_t done_ = 0;
   std::string label_, implementation_, phase_;
   Clock::time_point start_, implementation_start_, last_line_;
+  std::optional<Clock::time_point> expected_end_;  // of the running implementation, when estimated
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "harness/measure/accuracy.hpp"
@@ -253,14 +255,6 @@ class ScenarioRunner {
       if (results_.has_record(scenario.name, scenario_case.key, std::string(implementation->name()))) continue;
       progress.start_implementation(std::string(implementation->name()));
       const std::string label = scenario.name + "#" + std::to_string(case_index);
-      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
-      const std::optional<CaseEstimate> estimate =
-          estimator_.estimate(std::string(implementation->name()), implementation->device() == "cpu",
-                              flop_count(scenario_case.problem).total, calls);
-      // (--memory-only plans a call that long instead of making it.)
-      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
-        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
-      }
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       const std::string name(implementation->name());
@@ -281,6 +275,18 @@ class ScenarioRunner {
         continue;
       }
       const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
+      const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
+      const std::string kind = rate_kind(std::string(implementation->name()), scenario_case.problem);
+      const bool on_host = implementation->device() == "cpu";
+      const double flops = flop_count(scenario_case.problem).total;
+      // Only for a case that runs: a small case of one that crashed or timed out before would meet the same.
+      if (on_host) measure_small_case(*implementation, scenario, scenario_case.problem, calls, progress);
+      const std::optional<CaseEstimate> estimate = estimator_.estimate(kind, on_host, flops, calls);
+      if (estimate && !memory_only_) progress.expect_remaining(estimate->seconds);
+      // (--memory-only plans a call that long instead of making it.)
+      if (!memory_only_ && estimate && estimate->seconds > kLongCaseSeconds) {
+        progress.note(long_case_note(label, std::string(implementation->name()), *estimate));
+      }
       std::optional<AccuracyResult> checked;
       try {
         const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)
@@ -442,6 +448,38 @@ class ScenarioRunner {
                                         {"counted", traffic_ratio(traffic["counted"], modelled)}};
   }
 
+  // The implementation's own rate on a small case of the same kind
+  // (small_case_of), before a case of a kind no case of representative size
+  // has measured yet and that the host's GEMM rate says may take long: one
+  // untimed call, then one timed. Whatever fails here, the case itself will
+  // meet and record; the estimate then falls back on the GEMM rate.
+  void measure_small_case(Implementation& implementation, const Scenario& scenario, const Problem& problem, int calls,
+                          Progress& progress) {
+    const std::string kind = rate_kind(std::string(implementation.name()), problem);
+    if (!estimator_.needs_small_case(kind, flop_count(problem).total, calls)) return;
+    if (!small_cases_tried_.insert(kind).second) return;
+    const std::optional<Problem> small = small_case_of(problem);
+    if (!small) return;
+    progress.set_phase("its rate on a small case");
+    try {
+      CaseData data(*small, scenario.accuracy, threads_);
+      std::string skip_reason;
+      const std::unique_ptr<ImplementationSession> session =
+          ImplementationSession::open(implementation, data, threads_, skip_reason);
+      if (!session) return;
+      session->checked_call();
+      session->prepare_for_timing();
+      const auto start = std::chrono::steady_clock::now();
+      session->sample_call();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      estimator_.record(kind, flop_count(*small).total, seconds,
+                        "a small case of the same kind (" + short_case_label(problem_to_json(*small)) +
+                            ", measured first)");
+    } catch (const std::exception&) {
+      return;
+    }
+  }
+
   // --memory-only: why `implementation` is not called on `problem` (its
   // memory is planned instead), or "" when it runs once: its device is absent,
   // or one call would take longer than kMemoryOnlyCallSeconds. A problem it
@@ -454,7 +492,8 @@ class ScenarioRunner {
     if (one_call && one_call->seconds > kMemoryOnlyCallSeconds) {
       // Where it would not fit either, say so: the paper's tables show that as OOM.
       const std::string fit = preflight(implementation, problem, threads_, true).skip_reason;
-      return "one call would take at least " + format_duration(one_call->seconds) + " (" +
+      return "one call would take " + std::string(one_call->lower_bound ? "at least " : "about ") +
+             format_duration(one_call->seconds) + " (" +
              format_scientific(one_call->flops_per_call) + " FLOP at " + format_flops_rate(one_call->flops_per_second) +
              ", " + one_call->rate_source + ")" + (fit.empty() ? "" : "; nor would it fit here: " + fit);
     }
@@ -479,7 +518,8 @@ class ScenarioRunner {
     const Problem& p = planned.scenario->cases[case_index].problem;
     const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
     record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
-    estimator_.record(std::string(session.implementation().name()), flop_count(p).total, checked.call_seconds);
+    estimator_.record(rate_kind(std::string(session.implementation().name()), p), flop_count(p).total,
+                      checked.call_seconds);
     set_traffic_ratios(record, session.implementation(), p);
     return checked.accuracy;
   }
@@ -500,6 +540,7 @@ class ScenarioRunner {
     const Checked checked = check_implementation(planned, session, record, case_index, case_key, progress);
     const int calls_left = minimum_calls(settings) - 1;
     const double seconds_left = checked.call_seconds * calls_left;
+    progress.expect_remaining(seconds_left);
     const bool announced = estimate && estimate->seconds > kLongCaseSeconds;
     if (seconds_left > kLongCaseSeconds && (!announced || seconds_left > 2 * estimate->seconds)) {
       progress.note(
@@ -548,7 +589,7 @@ class ScenarioRunner {
     }
     // After the stop's warning: a stop is the noise's likelier cause.
     if (noise.noisy()) record["warnings"].push_back(noise.verdict());
-    estimator_.record(name, flops.total, median);
+    estimator_.record(rate_kind(name, p), flops.total, median);
 
     progress.set_phase("profiling");
     record["traffic"]["measured"] = profile_implementation(session);
@@ -615,6 +656,7 @@ class ScenarioRunner {
   ResultsOutput& results_;
   CaseDumper& dumper_;
   CaseTimeEstimator estimator_;
+  std::set<std::string> small_cases_tried_;    // the kinds measure_small_case ran (or could not run) a small case of
   bool context_lost_ = false;
   // Implementation -> "<scenario>/<case key>" of its case whose device work
   // did not finish within the wait limit earlier in this run (in a process
@@ -983,6 +1025,13 @@ int run_scenarios(const RunOptions& options) {
     }
   }
   progress.finish();
+  // A host record faster than the calibrated GEMM rate contradicts the roof
+  // (the calibration ran while other work was busy): calibrated again, the
+  // faster of each rate is kept.
+  if (calibration && calibration->outrun_by(output.document().json()["records"])) {
+    calibration->keep_faster(calibrate_host(threads, read_host_info().last_level_cache.bytes));
+    output.set_host_calibration(calibration->to_json());
+  }
   for (Backend* backend : runner.backends_used()) {
     output.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
   }

@@ -17,6 +17,7 @@
 #include "harness/cudasim/environment_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/symbolize.hpp"
+#include "harness/cudasim/tensor_copy.hpp"
 #include "harness/errors.hpp"
 
 namespace cudasim {
@@ -354,9 +355,7 @@ void Cta::finish_thread(SimThread& t) {
   }
   // Global writes of bulk copies whose reads are done still complete.
   for (auto& group : t.bulk.committed) {
-    for (const BulkStore& store : group) {
-      for (const BulkStore::Run& run : store.runs) std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
-    }
+    for (const BulkStore& store : group) complete_bulk_store(store);
   }
   t.bulk.committed.clear();
 }

@@ -569,4 +569,26 @@ float2 atomic_add_v2_f32(float2* address, float2 value) {
   return float2{x, y};
 }
 
+// red.global.add.f32, .v2.f32, .v4.f32 ("red"; the vector forms are sm_90's):
+// every element's add is atomic, the address aligned to the whole vector's
+// size, as every vector memory operand is, and .global names global memory.
+void red_add_f32(float* address, const float* values, int count) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  const auto bytes = static_cast<std::size_t>(count) * sizeof(float);
+  if (t.cta->shared().contains(address)) {
+    report_fatal(&t, "red.global on shared memory",
+                 "red.global.add" + std::string(count == 1 ? "" : count == 2 ? ".v2" : ".v4") +
+                     ".f32 at an address inside the CTA's shared memory (" + hex(reinterpret_cast<std::uintptr_t>(address)) +
+                     "); .global needs a global-memory address",
+                 pc);
+  }
+  check_global_access(t, address, bytes, bytes,
+                      count == 1   ? "red.global.add.f32"
+                      : count == 2 ? "red.global.add.v2.f32"
+                                   : "red.global.add.v4.f32",
+                      pc);
+  for (int i = 0; i < count; ++i) add_atomically(address + i, values[i]);
+}
+
 }  // namespace cudasim

@@ -1,0 +1,73 @@
+// Built as CUDA code for the simulator (tests/CMakeLists.txt); see reduction_kernels.hpp.
+#include "tests/cudasim/reduction_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/hopper_primitives.hpp"
+#include "kernels/cuda/kernel_launch.hpp"
+
+namespace cudasim_test {
+namespace {
+
+using attnbench::dynamic_shared_memory;
+using attnbench::launch_kernel;
+using attnbench::shared_address;
+
+template <typename... Params, typename... Args>
+int run(void (*kernel)(Params...), int ctas, int threads, std::size_t dynamic_bytes, Args... args) {
+  cudasim::Stream stream{1};
+  launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(threads)), dynamic_bytes,
+                &stream, args...);
+  return static_cast<int>(cudaGetLastError());
+}
+
+__global__ void red_add_kernel(float* sums, RedForm form, int offset) {
+  const unsigned t = threadIdx.x;
+  const float value = static_cast<float>((blockIdx.x + 1) * (t + 1));
+  float* target = sums + 4 * t + offset;
+  switch (form) {
+    case RedForm::scalar:
+      for (int i = 0; i < 4; ++i) attnbench::red_add_global(target + i, value);
+      break;
+    case RedForm::v2:
+      attnbench::red_add_global_v2(target, value, value);
+      attnbench::red_add_global_v2(target + 2, value, value);
+      break;
+    case RedForm::v4:
+      attnbench::red_add_global_v4(target, make_float4(value, value, value, value));
+      break;
+  }
+}
+
+__global__ void bulk_reduce_kernel(float* sums, float* out, BulkReduce variant) {
+  float* tile = reinterpret_cast<float*>(dynamic_shared_memory());
+  const unsigned t = threadIdx.x;
+  tile[t] = static_cast<float>(t + 1);
+  if (variant != BulkReduce::not_fenced) attnbench::fence_proxy_async();
+  __syncthreads();
+  if (t != 0) return;
+  const std::uint32_t bytes = variant == BulkReduce::size_not_16 ? 20 : 128;
+  float* destination = sums + (variant == BulkReduce::misaligned_global ? 1 : 0);
+  const std::uint32_t source = shared_address(tile) + (variant == BulkReduce::misaligned_shared ? 4 : 0);
+  attnbench::bulk_reduce_add_global(destination, source, bytes);
+  if (variant == BulkReduce::never_waited) return;
+  attnbench::bulk_commit_group();
+  attnbench::bulk_wait_group_read<0>();
+  if (variant == BulkReduce::read_before_wait) out[0] = sums[0];
+  attnbench::bulk_wait_group<0>();
+  if (variant != BulkReduce::read_before_wait) out[0] = sums[0];
+}
+
+}  // namespace
+
+int red_add(float* sums, int ctas, RedForm form, int offset) {
+  return run(&red_add_kernel, ctas, 64, 0, sums, form, offset);
+}
+
+int bulk_reduce_add(float* sums, float* out, BulkReduce variant) {
+  return run(&bulk_reduce_kernel, 1, 32, 256, sums, out, variant);
+}
+
+}  // namespace cudasim_test

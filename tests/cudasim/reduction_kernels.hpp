@@ -1,0 +1,32 @@
+// Small kernels that use the global reductions of kernels/cuda/hopper_primitives.hpp
+// (red.global.add.f32 and its vector forms, cp.reduce.async.bulk .add.f32)
+// right or wrong in one way each, built for the simulator
+// (reduction_kernels.cpp), for tests/test_cudasim_reductions.cpp. Every
+// function launches its kernel on buffers of the cudasim device and returns
+// cudaGetLastError() after it (0 on success); a sanitizer finding comes back as
+// an attnbench::DeviceError.
+#pragma once
+
+namespace cudasim_test {
+
+enum class RedForm { scalar, v2, v4 };
+// `ctas` CTAs of 64 threads; thread t of CTA c adds (c + 1)·(t + 1) to sums[4t + i]
+// for i < 4, with red_add_global (four of them), red_add_global_v2 (two) or
+// red_add_global_v4 (one). `offset` (in floats) shifts the address of every add.
+int red_add(float* sums, int ctas, RedForm form, int offset);
+
+enum class BulkReduce {
+  right,
+  not_fenced,        // the shared source is written with ordinary stores and no fence.proxy.async
+  size_not_16,       // 20 bytes
+  misaligned_global,  // the destination 4 bytes past a 16-byte boundary
+  misaligned_shared,  // the source 4 bytes past a 16-byte boundary
+  never_waited,      // the thread exits without bulk_commit_group / wait
+  read_before_wait   // the thread reads sums[0] after wait_group.read (the adds not complete) into out[0]
+};
+// One CTA of 32 threads: thread t writes t + 1 to shared[t], then thread 0
+// adds the 32 values to sums[0..31] with one bulk_reduce_add_global, commits,
+// waits (.read, then without), and writes sums[0] to out[0].
+int bulk_reduce_add(float* sums, float* out, BulkReduce variant);
+
+}  // namespace cudasim_test

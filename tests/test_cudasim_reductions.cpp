@@ -5,12 +5,17 @@
 // finding, the kernel and the source line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/backend.hpp"
+#include "harness/cudasim/cta_order_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/dtype.hpp"
 #include "harness/errors.hpp"
@@ -19,6 +24,7 @@
 namespace attnbench {
 namespace {
 
+using cudasim_test::Accumulation;
 using cudasim_test::BulkReduce;
 using cudasim_test::RedForm;
 
@@ -112,6 +118,105 @@ TEST_F(Reductions, BulkReduceMisusesAreReported) {
     SCOPED_TRACE(kind);
     expect_finding(report_of([&] { return cudasim_test::bulk_reduce_add(sums + 4, out, variant); }), kind,
                    "bulk_reduce_kernel");
+  }
+}
+
+// ---- the CTA order, and waits across CTAs -------------------------------------------
+
+TEST(CtaOrderSwitch, ASeedDrawsAPermutationAndZeroKeepsGridOrder) {
+  const std::vector<std::int64_t> grid = cudasim::cta_order(8, 0);
+  for (std::int64_t b = 0; b < 8; ++b) EXPECT_EQ(grid[static_cast<std::size_t>(b)], b);
+  std::set<std::vector<std::int64_t>> orders;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    std::vector<std::int64_t> order = cudasim::cta_order(8, seed);
+    EXPECT_EQ(order, cudasim::cta_order(8, seed));  // the same seed, the same order
+    orders.insert(order);
+    std::sort(order.begin(), order.end());
+    EXPECT_EQ(order, grid) << "seed " << seed << " is no permutation";
+  }
+  EXPECT_GE(orders.size(), 30u);
+  {
+    const cudasim::CtaOrder scope(7);
+    EXPECT_EQ(cudasim::cta_order_seed(), 7u);
+  }
+  EXPECT_EQ(cudasim::cta_order_seed(), 0u);
+}
+
+class AccumulationOrder : public Reductions {
+ protected:
+  static constexpr int kCtas = 8;
+  // The fp32 sums of the addends of CTAs in `order`, as bits.
+  static std::vector<std::uint32_t> host_sums(const std::vector<std::int64_t>& order) {
+    std::vector<std::uint32_t> bits(64);
+    for (int t = 0; t < 64; ++t) {
+      float sum = 0.0f;
+      for (const std::int64_t c : order) sum += cudasim_test::addend(static_cast<int>(c), t);
+      std::memcpy(&bits[static_cast<std::size_t>(t)], &sum, 4);
+    }
+    return bits;
+  }
+  void SetUp() override {
+    Reductions::SetUp();
+    sums_ = take(64, "sums");
+    semaphore_ = reinterpret_cast<int*>(take(1, "semaphore"));
+  }
+  // A launch of `variant` in the CTA order `seed` draws: the report, and the sums' bits.
+  std::string launch(Accumulation variant, std::uint64_t seed, int host_threads, std::vector<std::uint32_t>& bits) {
+    const cudasim::CtaOrder order(seed);
+    std::fill(sums_, sums_ + 64, 0.0f);
+    *semaphore_ = 0;
+    const std::string report =
+        report_of([&] { return cudasim_test::accumulate(sums_, semaphore_, kCtas, variant, host_threads); });
+    bits.resize(64);
+    std::memcpy(bits.data(), sums_, 64 * 4);
+    return report;
+  }
+  std::vector<std::uint32_t> run(Accumulation variant, std::uint64_t seed, int host_threads) {
+    std::vector<std::uint32_t> bits;
+    EXPECT_EQ(launch(variant, seed, host_threads, bits), "");
+    return bits;
+  }
+  float* sums_ = nullptr;
+  int* semaphore_ = nullptr;
+};
+
+TEST_F(AccumulationOrder, AnUnorderedAccumulationAddsInTheOrderTheCtasRun) {
+  std::set<std::vector<std::uint32_t>> results;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    const std::vector<std::uint32_t> bits = run(Accumulation::unordered, seed, 1);
+    EXPECT_EQ(bits, host_sums(cudasim::cta_order(kCtas, seed))) << "seed " << seed;
+    results.insert(bits);
+  }
+  EXPECT_GE(results.size(), 2u) << "the CTA order never changed the sums";
+}
+
+TEST_F(AccumulationOrder, ASemaphoreOrderedAccumulationGivesTheSameBitsInEveryCtaOrder) {
+  std::vector<std::int64_t> grid_order(kCtas);
+  for (int c = 0; c < kCtas; ++c) grid_order[static_cast<std::size_t>(c)] = c;
+  const std::vector<std::uint32_t> expected = host_sums(grid_order);
+  for (const int host_threads : {1, 2}) {
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+      EXPECT_EQ(run(Accumulation::ordered, seed, host_threads), expected)
+          << "seed " << seed << ", " << host_threads << " host threads";
+    }
+  }
+}
+
+TEST_F(AccumulationOrder, ACtaWaitsForOneThatStartsAfterIt) {
+  std::vector<std::int64_t> reversed(kCtas);
+  for (int c = 0; c < kCtas; ++c) reversed[static_cast<std::size_t>(c)] = kCtas - 1 - c;
+  EXPECT_EQ(run(Accumulation::reversed, 0, 1), host_sums(reversed));
+  EXPECT_EQ(run(Accumulation::reversed, 0, 2), host_sums(reversed));
+}
+
+TEST_F(AccumulationOrder, AWaitNoCtaWillEndIsADeadlock) {
+  for (const int host_threads : {1, 2}) {
+    for (const std::uint64_t seed : {0, 3}) {
+      std::vector<std::uint32_t> bits;
+      const std::string report = launch(Accumulation::wait_too_long, seed, host_threads, bits);
+      expect_finding(report, "global-memory wait that can never end", "accumulate_kernel");
+      EXPECT_NE(report.find("a spin on ld.acquire.gpu"), std::string::npos) << report;
+    }
   }
 }
 

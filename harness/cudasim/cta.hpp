@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -28,8 +29,21 @@ class Launch {
 
   void add(Finding finding, bool fatal);
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
-  // The next CTA (linear index) to run, or -1 when none is left or the launch was aborted.
+  // The next CTA (linear index, in the order cta_order_switch.hpp sets) to
+  // start, or -1 when none is left or the launch was aborted.
   std::int64_t next_block();
+
+  // The host threads that run CTAs, and what lets one that has only CTAs set
+  // aside (waiting on global memory) tell progress elsewhere from a deadlock:
+  // an event is a CTA started, finished, set aside or resumed.
+  void join_worker();
+  void leave_worker();
+  std::uint64_t events();
+  void note_event();
+  // Called with the events seen before the worker last found none of its
+  // waiting CTAs able to go on: true when there were events since (look
+  // again), false when every worker is in the same position (a deadlock).
+  bool wait_for_events(std::uint64_t seen);
   // Every finding, formatted; empty when there were none.
   std::string findings_text() const;
 
@@ -38,8 +52,14 @@ class Launch {
   const std::function<void()>& body_;
   DeviceMemoryMap memory_;
   bool sanitize_;
+  std::vector<std::int64_t> order_;  // empty: grid order
   std::atomic<std::int64_t> next_block_{0};
   std::atomic<bool> aborted_{false};
+  std::mutex workers_mutex_;
+  std::condition_variable workers_changed_;
+  std::uint64_t events_ = 0;
+  int workers_ = 0, waiting_workers_ = 0;
+  bool deadlocked_ = false;
   mutable std::mutex mutex_;
   std::vector<Finding> findings_;
   std::size_t suppressed_ = 0;
@@ -59,11 +79,21 @@ struct NamedBarrier {
 class Cta {
  public:
   explicit Cta(Launch& launch);
+  ~Cta();
   Cta(const Cta&) = delete;
   Cta& operator=(const Cta&) = delete;
 
-  // Runs every thread of CTA `block` to its end (or until the launch is abandoned).
-  void run(uint3 block);
+  // Runs the threads of CTA `block` until every one has finished (or the
+  // launch is abandoned): true; or until every unfinished one waits and some
+  // of them spin on global memory (the CTA is set aside): false.
+  bool run(uint3 block);
+  // A CTA set aside: whether a word one of its threads polls has changed, and
+  // running it on (as run()).
+  bool can_resume() const;
+  bool resume();
+  // A CTA set aside when every CTA of the launch waits: reports where its
+  // threads wait (a deadlock) and unwinds them.
+  void report_global_deadlock();
 
   Launch& launch() { return launch_; }
   SharedMemory& shared() { return shared_; }
@@ -91,6 +121,10 @@ class Cta {
 
  private:
   void start_threads(uint3 block);
+  bool run_threads();
+  // Makes ready the threads whose polled word changed; true if there were any.
+  bool wake_pollers();
+  bool any_poller() const;
   void finish_thread(SimThread& thread);
   void finish_cta();
   // No thread is ready: true when mbarrier waits were timed out (they return

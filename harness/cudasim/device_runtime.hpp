@@ -70,6 +70,10 @@ float2 atomic_add_v2_f32(float2* address, float2 value);
 // red.global.add.f32 (count 1) and its .v2 / .v4 forms (count 2, 4): address
 // aligned to count·4 bytes.
 void red_add_f32(float* address, const float* values, int count);
+// ld.acquire.gpu.global.s32 and red.release.gpu.global.add.s32: a semaphore
+// in global memory that orders CTAs (a spin on the load lets other CTAs run).
+int ld_acquire_gpu_s32(const int* address);
+void red_release_gpu_add_s32(int* address, int value);
 
 // Hopper (sm_90, sm_90a). Warp collectives (instructions.cpp): elect.sync
 // returns whether the caller is the leader and sets `leader` to its lane;

@@ -591,4 +591,38 @@ void red_add_f32(float* address, const float* values, int count) {
   for (int i = 0; i < count; ++i) add_atomically(address + i, values[i]);
 }
 
+// ld.acquire.gpu.global.s32 ("ld", "Memory Consistency Model"). A thread that
+// loads the same word and reads the same value as its previous ld.acquire.gpu
+// is taken to be spinning on it (from any place: the compiler may unroll the
+// loop): it waits until the word changes (other threads and CTAs run
+// meanwhile, execution.hpp), and then reads again.
+int ld_acquire_gpu_s32(const int* address) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  check_global_access(t, address, 4, 4, "ld.acquire.gpu.global.s32", pc);
+  std::atomic_ref<int> word(*const_cast<int*>(address));
+  int value = word.load(std::memory_order_acquire);
+  if (t.poll_address == address && t.poll_value == value) {
+    t.state = ThreadState::at_global_poll;
+    t.wait_pc = pc;
+    t.wait_what = "a spin on ld.acquire.gpu";
+    t.wait_address = address;
+    t.wait_value = value;
+    t.cta->suspend(t);
+    value = word.load(std::memory_order_acquire);
+  }
+  t.poll_address = address;
+  t.poll_value = value;
+  return value;
+}
+
+// red.release.gpu.global.add.s32 ("red"): the release makes the thread's
+// earlier accesses visible to whoever acquires the word after it.
+void red_release_gpu_add_s32(int* address, int value) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  check_global_access(t, address, 4, 4, "red.release.gpu.global.add.s32", pc);
+  std::atomic_ref<int>(*address).fetch_add(value, std::memory_order_release);
+}
+
 }  // namespace cudasim

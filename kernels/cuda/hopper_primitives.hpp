@@ -16,7 +16,8 @@
 //   - fence.proxy.async.shared::cta, elect.sync, setmaxnreg, named barriers
 //     (bar.sync / bar.arrive with an id and a thread count), stmatrix .x4.
 //   - Global reductions: red.global.add.f32 and its .v2 / .v4 vector forms,
-//     and cp.reduce.async.bulk .add.f32 from shared memory (bulk async-groups).
+//     and cp.reduce.async.bulk .add.f32 from shared memory (bulk async-groups);
+//     a semaphore in global memory: ld.acquire.gpu, red.release.gpu.add.
 //
 // Shared-memory operands are 32-bit shared-window addresses (shared_address()).
 // The GPU form needs -gencode=arch=compute_90a,code=sm_90a for wgmma and
@@ -382,6 +383,35 @@ __device__ __forceinline__ void bulk_reduce_add_global(float* global_address, st
   asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global_address),
                "r"(shared_address), "r"(bytes)
                : "memory");
+#endif
+}
+
+// ---- a semaphore in global memory ------------------------------------------------------
+
+// What a fixed order among CTAs is built from (e.g. the dQ contributions of the
+// key tiles added in turn): a CTA waits until a counter reaches its turn with
+// ld_acquire_gpu in a loop, does its part, and passes the turn on with
+// red_release_gpu_add. Both 4-byte aligned global addresses, .gpu scope.
+
+// ld.acquire.gpu.global.s32: later accesses of the thread are ordered after it,
+// and it sees what a release it reads from published.
+__device__ __forceinline__ int ld_acquire_gpu(const int* address) {
+#if defined(ATTNBENCH_CUDASIM)
+  return cudasim::ld_acquire_gpu_s32(address);
+#else
+  int value;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(value) : "l"(address) : "memory");
+  return value;
+#endif
+}
+// red.release.gpu.global.add.s32: *address += value, atomically, after every
+// earlier access of the thread (publish them with a barrier first when other
+// threads of the CTA made them).
+__device__ __forceinline__ void red_release_gpu_add(int* address, int value) {
+#if defined(ATTNBENCH_CUDASIM)
+  cudasim::red_release_gpu_add_s32(address, value);
+#else
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(address), "r"(value) : "memory");
 #endif
 }
 

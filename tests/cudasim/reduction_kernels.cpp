@@ -16,11 +16,17 @@ using attnbench::launch_kernel;
 using attnbench::shared_address;
 
 template <typename... Params, typename... Args>
-int run(void (*kernel)(Params...), int ctas, int threads, std::size_t dynamic_bytes, Args... args) {
-  cudasim::Stream stream{1};
+int run_on(int host_threads, void (*kernel)(Params...), int ctas, int threads, std::size_t dynamic_bytes,
+           Args... args) {
+  cudasim::Stream stream{host_threads};
   launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(threads)), dynamic_bytes,
                 &stream, args...);
   return static_cast<int>(cudaGetLastError());
+}
+
+template <typename... Params, typename... Args>
+int run(void (*kernel)(Params...), int ctas, int threads, std::size_t dynamic_bytes, Args... args) {
+  return run_on(1, kernel, ctas, threads, dynamic_bytes, args...);
 }
 
 __global__ void red_add_kernel(float* sums, RedForm form, int offset) {
@@ -60,7 +66,36 @@ __global__ void bulk_reduce_kernel(float* sums, float* out, BulkReduce variant) 
   if (variant != BulkReduce::read_before_wait) out[0] = sums[0];
 }
 
+__global__ void accumulate_kernel(float* sums, int* semaphore, Accumulation variant) {
+  const int c = static_cast<int>(blockIdx.x), ctas = static_cast<int>(gridDim.x);
+  const int turn = variant == Accumulation::ordered       ? c
+                   : variant == Accumulation::wait_too_long ? c + 1
+                                                            : ctas - 1 - c;
+  if (variant != Accumulation::unordered) {
+    if (threadIdx.x == 0) {
+      while (attnbench::ld_acquire_gpu(semaphore) != turn) {
+      }
+    }
+    __syncthreads();
+  }
+  attnbench::red_add_global(sums + threadIdx.x, addend(c, static_cast<int>(threadIdx.x)));
+  if (variant != Accumulation::unordered) {
+    __syncthreads();
+    if (threadIdx.x == 0) attnbench::red_release_gpu_add(semaphore, 1);
+  }
+}
+
 }  // namespace
+
+float addend(int cta, int thread) {
+  const unsigned mix = static_cast<unsigned>(cta) * 2654435761u ^ static_cast<unsigned>(thread) * 40503u;
+  const float magnitude = static_cast<float>(1u << (mix % 24)) * (1.0f + static_cast<float>(mix >> 24 & 0x7f) / 128.0f);
+  return (mix >> 8 & 1u) != 0 ? -magnitude : magnitude;
+}
+
+int accumulate(float* sums, int* semaphore, int ctas, Accumulation variant, int host_threads) {
+  return run_on(host_threads, &accumulate_kernel, ctas, 64, 0, sums, semaphore, variant);
+}
 
 int red_add(float* sums, int ctas, RedForm form, int offset) {
   return run(&red_add_kernel, ctas, 64, 0, sums, form, offset);

@@ -29,4 +29,20 @@ enum class BulkReduce {
 // waits (.read, then without), and writes sums[0] to out[0].
 int bulk_reduce_add(float* sums, float* out, BulkReduce variant);
 
+// ---- the order of an accumulation across CTAs ------------------------------------
+
+enum class Accumulation {
+  unordered,      // every CTA adds at once
+  ordered,        // CTA c waits for the semaphore to reach c, adds, and releases c + 1
+  wait_too_long,  // … waits for c + 1: the last CTA's turn never comes
+  reversed        // CTA c waits for ctas - 1 - c: the last CTA of the grid goes first
+};
+// `ctas` CTAs of 64 threads; CTA c adds addend(c, t) to sums[t] with
+// red_add_global, in the order the variant says; `semaphore` starts at 0.
+// Runs on `host_threads` host threads.
+int accumulate(float* sums, int* semaphore, int ctas, Accumulation variant, int host_threads);
+// What CTA c's thread t adds: values of very different magnitudes and both
+// signs, so that the fp32 sum depends on the order of the adds.
+float addend(int cta, int thread);
+
 }  // namespace cudasim_test

@@ -26,6 +26,7 @@ namespace {
 
 using cudasim_test::Accumulation;
 using cudasim_test::BulkReduce;
+using cudasim_test::MixedAccess;
 using cudasim_test::RedForm;
 
 class Reductions : public ::testing::Test {
@@ -97,11 +98,21 @@ TEST_F(Reductions, RedOutsideTheBuffersIsOutOfBounds) {
 
 TEST_F(Reductions, BulkReduceAddsTheSharedElementsWhenItsGroupCompletes) {
   float* sums = take(32, "sums");
-  float* out = take(1, "out");
+  float* out = take(2, "out");
   for (int i = 0; i < 32; ++i) sums[i] = 100.0f * static_cast<float>(i);
   EXPECT_EQ(report_of([&] { return cudasim_test::bulk_reduce_add(sums, out, BulkReduce::right); }), "");
   for (int i = 0; i < 32; ++i) EXPECT_EQ(sums[i], 100.0f * static_cast<float>(i) + static_cast<float>(i + 1)) << i;
   EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 102.0f);  // thread 1 reads after the barrier that follows thread 0's wait
+}
+
+TEST_F(Reductions, ABulkReductionIsOrderedOnlyFromTheWaitThatCompletesIt) {
+  float* sums = take(32, "sums");
+  float* out = take(2, "out");
+  const std::string report =
+      report_of([&] { return cudasim_test::bulk_reduce_add(sums, out, BulkReduce::waited_too_late); });
+  expect_finding(report, "global memory race with a reduction", "bulk_reduce_kernel");
+  EXPECT_NE(report.find("cp.reduce.async.bulk .add.f32"), std::string::npos) << report;
 }
 
 TEST_F(Reductions, BulkReduceMisusesAreReported) {
@@ -114,11 +125,65 @@ TEST_F(Reductions, BulkReduceMisusesAreReported) {
   };
   for (const auto& [variant, kind] : cases) {
     float* sums = take(40, "sums");
-    float* out = take(1, "out");
+    float* out = take(2, "out");
     SCOPED_TRACE(kind);
     expect_finding(report_of([&] { return cudasim_test::bulk_reduce_add(sums + 4, out, variant); }), kind,
                    "bulk_reduce_kernel");
   }
+}
+
+// ---- plain accesses racing reductions -----------------------------------------------
+
+class MixedAccesses : public Reductions {
+ protected:
+  std::string launch(MixedAccess variant, int ctas) {
+    float* sums = take(64, "sums");
+    float* out = take(64, "out");
+    int* counter = reinterpret_cast<int*>(take(1, "counter"));
+    *counter = 0;
+    out_ = out;
+    return report_of([&] { return cudasim_test::mixed_access(sums, out, counter, ctas, variant); });
+  }
+  float* out_ = nullptr;
+};
+
+TEST_F(MixedAccesses, AReadOrderedAfterEveryCtasAddsThroughACounterIsNoRace) {
+  EXPECT_EQ(launch(MixedAccess::counted_read, 4), "");
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(out_[t], 4.0f) << t;
+}
+
+TEST_F(MixedAccesses, AReadNoReleaseOrdersAfterOtherCtasAddsIsARace) {
+  const std::string report = launch(MixedAccess::uncounted_read, 4);
+  expect_finding(report, "global memory race with a reduction", "mixed_access_kernel");
+  EXPECT_NE(report.find("plain load"), std::string::npos) << report;
+  EXPECT_NE(report.find("red.global.add.f32 of CTA (0,0,0)"), std::string::npos) << report;
+}
+
+TEST_F(MixedAccesses, AnAcquireOrdersOnlyTheThreadsThatLearnOfIt) {
+  // Thread 0 acquired the counter; without the __syncthreads after it, the
+  // other threads' reads are not ordered after the other CTAs' adds.
+  const std::string report = launch(MixedAccess::read_without_barrier, 4);
+  expect_finding(report, "global memory race with a reduction", "mixed_access_kernel");
+  EXPECT_NE(report.find("63 findings"), std::string::npos) << report;  // threads 1-63, once each
+  EXPECT_EQ(report.find("thread (0,0,0)"), std::string::npos) << report;
+}
+
+TEST_F(MixedAccesses, AnAddAfterAnUnorderedStoreIsARace) {
+  EXPECT_EQ(launch(MixedAccess::store_then_add, 1), "");
+  const std::string report = launch(MixedAccess::store_then_add_unsynced, 1);
+  expect_finding(report, "global memory race with a reduction", "mixed_access_kernel");
+  EXPECT_NE(report.find("red.global.add.f32 at"), std::string::npos) << report;
+  EXPECT_NE(report.find("after the plain store"), std::string::npos) << report;
+}
+
+TEST_F(MixedAccesses, ReductionsAmongThemselvesAndWithTheSanitizerOffAreNoRace) {
+  for (const RedForm form : {RedForm::scalar, RedForm::v2, RedForm::v4}) {
+    float* sums = take(4 * 64, "sums");
+    EXPECT_EQ(report_of([&] { return cudasim_test::red_add(sums, 4, form, 0); }), "");
+  }
+  cudasim::set_sanitizer_enabled(false);
+  EXPECT_EQ(launch(MixedAccess::uncounted_read, 4), "");
+  cudasim::set_sanitizer_enabled(true);
 }
 
 // ---- the CTA order, and waits across CTAs -------------------------------------------

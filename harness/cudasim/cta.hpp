@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/cudasim/execution.hpp"
+#include "harness/cudasim/global_order.hpp"
 #include "harness/cudasim/happens_before.hpp"
 #include "harness/cudasim/mbarrier.hpp"
 #include "harness/cudasim/shared_memory.hpp"
@@ -26,6 +27,7 @@ class Launch {
   const std::function<void()>& body() const { return body_; }
   const DeviceMemoryMap& memory() const { return memory_; }
   bool sanitize() const { return sanitize_; }
+  GlobalOrder& global_order() { return global_order_; }
 
   void add(Finding finding, bool fatal);
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
@@ -52,6 +54,7 @@ class Launch {
   const std::function<void()>& body_;
   DeviceMemoryMap memory_;
   bool sanitize_;
+  GlobalOrder global_order_;
   std::vector<std::int64_t> order_;  // empty: grid order
   std::atomic<std::int64_t> next_block_{0};
   std::atomic<bool> aborted_{false};
@@ -104,6 +107,9 @@ class Cta {
   SimThread& thread(int linear) { return threads_[static_cast<std::size_t>(linear)]; }
   int thread_count() const { return static_cast<int>(threads_.size()); }
   uint3 block() const { return block_; }
+  std::int64_t linear_block() const { return linear_block_; }
+  // The acquires (ld.acquire.gpu) of the CTA's threads that learned something (global_order.hpp).
+  std::vector<AcquireRecord>& acquired() { return acquired_; }
   bool sanitize() const { return launch_.sanitize(); }
 
   // bar.sync (wait) or bar.arrive on barrier `id` for `count` threads; count 0
@@ -152,6 +158,8 @@ class Cta {
   boost::context::fiber scheduler_;  // the scheduler while a thread runs
   SimThread* switcher_ = nullptr;    // the thread that handed over last; null: the scheduler
   uint3 block_{};
+  std::int64_t linear_block_ = 0;
+  std::vector<AcquireRecord> acquired_;
   int finished_ = 0;
   bool abandoned_ = false;
   std::uint64_t progress_ = 0;

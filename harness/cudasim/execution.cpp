@@ -352,6 +352,8 @@ void Cta::start_threads(uint3 block) {
   const GridLaunch& configuration = launch_.configuration();
   const dim3& dim = configuration.block;
   block_ = block;
+  linear_block_ = block.x + std::int64_t{configuration.grid.x} * (block.y + std::int64_t{configuration.grid.y} * block.z);
+  acquired_.clear();
   finished_ = 0;
   abandoned_ = false;
   progress_ = 0;
@@ -449,7 +451,7 @@ void Cta::finish_thread(SimThread& t) {
   }
   // Global writes of bulk copies whose reads are done still complete.
   for (auto& group : t.bulk.committed) {
-    for (const BulkStore& store : group) complete_bulk_store(store);
+    for (const BulkStore& store : group) complete_bulk_store(t, store);
   }
   t.bulk.committed.clear();
 }

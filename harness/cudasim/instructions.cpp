@@ -552,6 +552,7 @@ void check_atomic(SimThread& t, void* address, std::size_t bytes, const void* pc
                   SharedAccess::atomic, pc);
   } else {
     check_global_access(t, address, bytes, bytes, "atomic add", pc);
+    t.cta->launch().global_order().reduction(t, address, bytes, pc, bytes == 4 ? "atom.global.add.f32" : "atom.global.add.v2.f32");
   }
 }
 
@@ -576,18 +577,15 @@ void red_add_f32(float* address, const float* values, int count) {
   const void* pc = CUDASIM_PC;
   SimThread& t = me();
   const auto bytes = static_cast<std::size_t>(count) * sizeof(float);
+  const char* name = count == 1 ? "red.global.add.f32" : count == 2 ? "red.global.add.v2.f32" : "red.global.add.v4.f32";
   if (t.cta->shared().contains(address)) {
     report_fatal(&t, "red.global on shared memory",
-                 "red.global.add" + std::string(count == 1 ? "" : count == 2 ? ".v2" : ".v4") +
-                     ".f32 at an address inside the CTA's shared memory (" + hex(reinterpret_cast<std::uintptr_t>(address)) +
-                     "); .global needs a global-memory address",
+                 std::string(name) + " at an address inside the CTA's shared memory (" +
+                     hex(reinterpret_cast<std::uintptr_t>(address)) + "); .global needs a global-memory address",
                  pc);
   }
-  check_global_access(t, address, bytes, bytes,
-                      count == 1   ? "red.global.add.f32"
-                      : count == 2 ? "red.global.add.v2.f32"
-                                   : "red.global.add.v4.f32",
-                      pc);
+  check_global_access(t, address, bytes, bytes, name, pc);
+  t.cta->launch().global_order().reduction(t, address, bytes, pc, name);
   for (int i = 0; i < count; ++i) add_atomically(address + i, values[i]);
 }
 
@@ -613,6 +611,7 @@ int ld_acquire_gpu_s32(const int* address) {
   }
   t.poll_address = address;
   t.poll_value = value;
+  t.cta->launch().global_order().acquire(t, address);
   return value;
 }
 
@@ -622,6 +621,7 @@ void red_release_gpu_add_s32(int* address, int value) {
   const void* pc = CUDASIM_PC;
   SimThread& t = me();
   check_global_access(t, address, 4, 4, "red.release.gpu.global.add.s32", pc);
+  t.cta->launch().global_order().release(t, address);
   std::atomic_ref<int>(*address).fetch_add(value, std::memory_order_release);
 }
 

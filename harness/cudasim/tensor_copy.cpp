@@ -421,12 +421,15 @@ void bulk_reduce_add_f32(float* global_destination, std::uint32_t shared_source,
   t.bulk.open.push_back(std::move(store));
 }
 
-void complete_bulk_store(const BulkStore& store) {
+void complete_bulk_store(SimThread& thread, const BulkStore& store) {
   for (const BulkStore::Run& run : store.runs) {
     if (!store.add) {
       std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
       continue;
     }
+    // The adds are the thread's from its wait on: ordered after what it did before.
+    thread.cta->launch().global_order().reduction(thread, run.destination, run.bytes, store.pc,
+                                                  "cp.reduce.async.bulk .add.f32");
     for (std::uint32_t at = 0; at < run.bytes; at += 4) {
       float value;
       std::memcpy(&value, store.data.data() + run.offset + at, 4);
@@ -458,7 +461,7 @@ void bulk_wait_group(int pending, bool reads_only) {
   }
   if (reads_only) return;
   while (t.bulk.committed.size() > keep) {
-    for (const BulkStore& store : t.bulk.committed.front()) complete_bulk_store(store);
+    for (const BulkStore& store : t.bulk.committed.front()) complete_bulk_store(t, store);
     t.bulk.committed.pop_front();
   }
 }

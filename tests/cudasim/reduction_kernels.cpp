@@ -52,18 +52,44 @@ __global__ void bulk_reduce_kernel(float* sums, float* out, BulkReduce variant) 
   const unsigned t = threadIdx.x;
   tile[t] = static_cast<float>(t + 1);
   if (variant != BulkReduce::not_fenced) attnbench::fence_proxy_async();
+  if (t == 0) attnbench::red_add_global(sums, 0.0f);
   __syncthreads();
-  if (t != 0) return;
-  const std::uint32_t bytes = variant == BulkReduce::size_not_16 ? 20 : 128;
-  float* destination = sums + (variant == BulkReduce::misaligned_global ? 1 : 0);
-  const std::uint32_t source = shared_address(tile) + (variant == BulkReduce::misaligned_shared ? 4 : 0);
-  attnbench::bulk_reduce_add_global(destination, source, bytes);
-  if (variant == BulkReduce::never_waited) return;
-  attnbench::bulk_commit_group();
-  attnbench::bulk_wait_group_read<0>();
-  if (variant == BulkReduce::read_before_wait) out[0] = sums[0];
-  attnbench::bulk_wait_group<0>();
-  if (variant != BulkReduce::read_before_wait) out[0] = sums[0];
+  if (variant == BulkReduce::never_waited && t != 0) return;
+  if (t == 0) {
+    const std::uint32_t bytes = variant == BulkReduce::size_not_16 ? 20 : 128;
+    float* destination = sums + (variant == BulkReduce::misaligned_global ? 1 : 0);
+    const std::uint32_t source = shared_address(tile) + (variant == BulkReduce::misaligned_shared ? 4 : 0);
+    attnbench::bulk_reduce_add_global(destination, source, bytes);
+    if (variant == BulkReduce::never_waited) return;
+    attnbench::bulk_commit_group();
+    if (variant != BulkReduce::waited_too_late) {
+      attnbench::bulk_wait_group_read<0>();
+      attnbench::bulk_wait_group<0>();
+    }
+  }
+  __syncthreads();
+  if (t == 0 && variant == BulkReduce::waited_too_late) attnbench::bulk_wait_group<0>();
+  if (t < 2) out[t] = sums[t];
+}
+
+__global__ void mixed_access_kernel(float* sums, float* out, int* counter, MixedAccess variant) {
+  const unsigned t = threadIdx.x;
+  attnbench::red_add_global(sums + t, 1.0f);
+  __syncthreads();
+  if (variant == MixedAccess::store_then_add || variant == MixedAccess::store_then_add_unsynced) {
+    sums[(t + 1) % 64] = 0.0f;
+    if (variant == MixedAccess::store_then_add) __syncthreads();
+    attnbench::red_add_global(sums + t, 1.0f);
+    return;
+  }
+  if (t == 0) attnbench::red_release_gpu_add(counter, 1);
+  if (blockIdx.x + 1 != gridDim.x) return;
+  if (variant != MixedAccess::uncounted_read && t == 0) {
+    while (attnbench::ld_acquire_gpu(counter) != static_cast<int>(gridDim.x)) {
+    }
+  }
+  if (variant == MixedAccess::counted_read) __syncthreads();
+  out[t] = sums[t];
 }
 
 __global__ void accumulate_kernel(float* sums, int* semaphore, Accumulation variant) {
@@ -91,6 +117,10 @@ float addend(int cta, int thread) {
   const unsigned mix = static_cast<unsigned>(cta) * 2654435761u ^ static_cast<unsigned>(thread) * 40503u;
   const float magnitude = static_cast<float>(1u << (mix % 24)) * (1.0f + static_cast<float>(mix >> 24 & 0x7f) / 128.0f);
   return (mix >> 8 & 1u) != 0 ? -magnitude : magnitude;
+}
+
+int mixed_access(float* sums, float* out, int* counter, int ctas, MixedAccess variant) {
+  return run(&mixed_access_kernel, ctas, 64, 0, sums, out, counter, variant);
 }
 
 int accumulate(float* sums, int* semaphore, int ctas, Accumulation variant, int host_threads) {

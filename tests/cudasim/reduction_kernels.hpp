@@ -22,12 +22,27 @@ enum class BulkReduce {
   misaligned_global,  // the destination 4 bytes past a 16-byte boundary
   misaligned_shared,  // the source 4 bytes past a 16-byte boundary
   never_waited,      // the thread exits without bulk_commit_group / wait
-  read_before_wait   // the thread reads sums[0] after wait_group.read (the adds not complete) into out[0]
+  waited_too_late    // thread 0 waits for the group only after the __syncthreads before thread 1's read
 };
-// One CTA of 32 threads: thread t writes t + 1 to shared[t], then thread 0
-// adds the 32 values to sums[0..31] with one bulk_reduce_add_global, commits,
-// waits (.read, then without), and writes sums[0] to out[0].
+// One CTA of 32 threads: thread t writes t + 1 to shared[t] (thread 0 also
+// adds 0 to sums[0] with red_add_global); after a __syncthreads, thread 0 adds
+// the 32 values to sums[0..31] with one bulk_reduce_add_global, commits and
+// waits (.read, then without); after another __syncthreads, thread 1 writes
+// sums[1] to out[1] and thread 0 sums[0] to out[0].
 int bulk_reduce_add(float* sums, float* out, BulkReduce variant);
+
+// ---- plain accesses to words reductions reach --------------------------------------
+
+enum class MixedAccess {
+  counted_read,          // every CTA adds, then releases a counter; the last CTA waits for all, then reads
+  uncounted_read,        // … the last CTA reads without waiting for the counter
+  read_without_barrier,  // … its thread 0 waits, the other threads read without the __syncthreads after it
+  store_then_add,        // one CTA: adds, __syncthreads, stores to the next thread's word, __syncthreads, adds
+  store_then_add_unsynced  // … without the second __syncthreads
+};
+// `ctas` CTAs of 64 threads: thread t adds 1 to sums[t] with red_add_global;
+// the read variants leave the last CTA's view of sums in out[0..63].
+int mixed_access(float* sums, float* out, int* counter, int ctas, MixedAccess variant);
 
 // ---- the order of an accumulation across CTAs ------------------------------------
 

@@ -94,6 +94,12 @@ TEST_F(Reductions, RedOutsideTheBuffersIsOutOfBounds) {
                  "out-of-bounds global access", "red_add_kernel");
 }
 
+TEST_F(Reductions, RedGlobalOnASharedAddressIsReported) {
+  float* out = take(1, "out");
+  expect_finding(report_of([&] { return cudasim_test::red_add_to_shared(out); }), "red.global on shared memory",
+                 "red_add_to_shared_kernel");
+}
+
 // ---- cp.reduce.async.bulk ----------------------------------------------------------
 
 TEST_F(Reductions, BulkReduceAddsTheSharedElementsWhenItsGroupCompletes) {

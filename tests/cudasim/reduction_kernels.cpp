@@ -47,6 +47,13 @@ __global__ void red_add_kernel(float* sums, RedForm form, int offset) {
   }
 }
 
+__global__ void red_add_to_shared_kernel(float* out) {
+  float* slot = reinterpret_cast<float*>(dynamic_shared_memory());
+  *slot = 0.0f;
+  attnbench::red_add_global(slot, 1.0f);
+  out[0] = *slot;
+}
+
 __global__ void bulk_reduce_kernel(float* sums, float* out, BulkReduce variant) {
   float* tile = reinterpret_cast<float*>(dynamic_shared_memory());
   const unsigned t = threadIdx.x;
@@ -130,6 +137,8 @@ int accumulate(float* sums, int* semaphore, int ctas, Accumulation variant, int 
 int red_add(float* sums, int ctas, RedForm form, int offset) {
   return run(&red_add_kernel, ctas, 64, 0, sums, form, offset);
 }
+
+int red_add_to_shared(float* out) { return run(&red_add_to_shared_kernel, 1, 1, 16, out); }
 
 int bulk_reduce_add(float* sums, float* out, BulkReduce variant) {
   return run(&bulk_reduce_kernel, 1, 32, 256, sums, out, variant);

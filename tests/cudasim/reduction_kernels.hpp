@@ -14,6 +14,9 @@ enum class RedForm { scalar, v2, v4 };
 // for i < 4, with red_add_global (four of them), red_add_global_v2 (two) or
 // red_add_global_v4 (one). `offset` (in floats) shifts the address of every add.
 int red_add(float* sums, int ctas, RedForm form, int offset);
+// One thread: red_add_global on an address in its CTA's shared memory (the
+// wrong space), then out[0] = the shared value.
+int red_add_to_shared(float* out);
 
 enum class BulkReduce {
   right,

@@ -121,6 +121,7 @@ void GlobalOrder::release(SimThread& thread, const void* address) {
   std::vector<Clock>& own = (*knowledge)[cta.linear_block()];
   own = cta.order().empty_clock();
   cta.order().release(thread.linear, own);  // the thread's clock before the release
+  own.resize(static_cast<std::size_t>(cta.order().slots()));  // only the slots the CTA uses
   const auto join = [&](const CrossCtaKnowledge& other) {
     for (const auto& [block, clocks] : other) {
       std::vector<Clock>& into = (*knowledge)[block];

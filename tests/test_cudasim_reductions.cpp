@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
 #include <set>
 #include <memory>
@@ -289,6 +290,22 @@ TEST_F(AccumulationOrder, AWaitNoCtaWillEndIsADeadlock) {
       EXPECT_NE(report.find("a spin on ld.acquire.gpu"), std::string::npos) << report;
     }
   }
+}
+
+// Run by CTest as `cudasim_cta_order_from_environment` with
+// ATTNBENCH_CUDASIM_CTA_ORDER=5 (tests/CMakeLists.txt); without it, skipped.
+TEST_F(AccumulationOrder, TheEnvironmentVariableSetsTheOrder) {
+  const char* variable = std::getenv("ATTNBENCH_CUDASIM_CTA_ORDER");
+  if (!variable) GTEST_SKIP() << "ATTNBENCH_CUDASIM_CTA_ORDER is unset (cudasim_cta_order_from_environment sets it)";
+  const std::uint64_t seed = std::strtoull(variable, nullptr, 10);
+  ASSERT_EQ(cudasim::cta_order_seed(), seed);
+  ASSERT_NE(cudasim::cta_order(kCtas, seed), cudasim::cta_order(kCtas, 0)) << "the seed keeps the grid order";
+  std::fill(sums_, sums_ + 64, 0.0f);
+  EXPECT_EQ(report_of([&] { return cudasim_test::accumulate(sums_, semaphore_, kCtas, Accumulation::unordered, 1); }),
+            "");
+  std::vector<std::uint32_t> bits(64);
+  std::memcpy(bits.data(), sums_, 64 * 4);
+  EXPECT_EQ(bits, host_sums(cudasim::cta_order(kCtas, seed)));
 }
 
 }  // namespace

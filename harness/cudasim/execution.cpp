@@ -154,11 +154,14 @@ std::uint64_t cta_order_seed() {
   }
   return static_cast<std::uint64_t>(seed);
 }
-void set_cta_order_seed(std::uint64_t seed) { order_seed.store(static_cast<std::int64_t>(seed & 0x7fffffffffffffffull)); }
+void set_cta_order_seed(std::uint64_t seed) {
+  order_seed.store(static_cast<std::int64_t>(seed & 0x7fffffffffffffffull));
+}
 
 std::vector<std::int64_t> cta_order(std::int64_t blocks, std::uint64_t seed) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(blocks));
   for (std::int64_t b = 0; b < blocks; ++b) order[static_cast<std::size_t>(b)] = b;
+  if (seed == 0) return order;
   std::uint64_t state = seed;
   const auto next = [&state] {  // SplitMix64
     std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -166,7 +169,6 @@ std::vector<std::int64_t> cta_order(std::int64_t blocks, std::uint64_t seed) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   };
-  if (seed == 0) return order;
   for (std::int64_t i = blocks - 1; i > 0; --i) {
     const auto j = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(i + 1));
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
@@ -352,7 +354,8 @@ void Cta::start_threads(uint3 block) {
   const GridLaunch& configuration = launch_.configuration();
   const dim3& dim = configuration.block;
   block_ = block;
-  linear_block_ = block.x + std::int64_t{configuration.grid.x} * (block.y + std::int64_t{configuration.grid.y} * block.z);
+  const dim3& grid = configuration.grid;
+  linear_block_ = block.x + std::int64_t{grid.x} * (block.y + std::int64_t{grid.y} * block.z);
   acquired_.clear();
   finished_ = 0;
   abandoned_ = false;

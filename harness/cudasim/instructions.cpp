@@ -552,7 +552,8 @@ void check_atomic(SimThread& t, void* address, std::size_t bytes, const void* pc
                   SharedAccess::atomic, pc);
   } else {
     check_global_access(t, address, bytes, bytes, "atomic add", pc);
-    t.cta->launch().global_order().reduction(t, address, bytes, pc, bytes == 4 ? "atom.global.add.f32" : "atom.global.add.v2.f32");
+    t.cta->launch().global_order().reduction(t, address, bytes, pc,
+                                             bytes == 4 ? "atom.global.add.f32" : "atom.global.add.v2.f32");
   }
 }
 

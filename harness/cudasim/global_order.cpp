@@ -52,10 +52,13 @@ void GlobalOrder::reduction(SimThread& thread, const void* address, std::size_t 
                             const char* what) {
   Cta& cta = *thread.cta;
   if (!cta.sanitize()) return;
-  watching_.store(true, std::memory_order_relaxed);
   const GlobalAccess access{cta.linear_block(), cta.order().now(thread.linear), pc, what};
   const auto begin = reinterpret_cast<std::uintptr_t>(address) & ~std::uintptr_t{3};
   const auto end = reinterpret_cast<std::uintptr_t>(address) + bytes;
+  for (std::uintptr_t low = lowest_.load(); begin < low && !lowest_.compare_exchange_weak(low, begin);) {
+  }
+  for (std::uintptr_t high = highest_.load(); end > high && !highest_.compare_exchange_weak(high, end);) {
+  }
   Race race;
   for (std::uintptr_t word = begin; word < end; word += 4) {
     Shard& s = shard(word);
@@ -79,11 +82,11 @@ void GlobalOrder::reduction(SimThread& thread, const void* address, std::size_t 
 }
 
 void GlobalOrder::plain(SimThread& thread, const void* address, std::size_t bytes, bool write, const void* pc) {
-  if (!watching()) return;
-  Cta& cta = *thread.cta;
-  const GlobalAccess access{cta.linear_block(), cta.order().now(thread.linear), pc, write ? "store" : "load"};
   const auto begin = reinterpret_cast<std::uintptr_t>(address) & ~std::uintptr_t{3};
   const auto end = reinterpret_cast<std::uintptr_t>(address) + bytes;
+  if (end <= lowest_.load(std::memory_order_relaxed) || begin >= highest_.load(std::memory_order_relaxed)) return;
+  Cta& cta = *thread.cta;
+  const GlobalAccess access{cta.linear_block(), cta.order().now(thread.linear), pc, write ? "store" : "load"};
   Race race;
   for (std::uintptr_t word = begin; word < end; word += 4) {
     Shard& s = shard(word);

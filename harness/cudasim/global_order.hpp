@@ -54,7 +54,6 @@ struct GlobalAccess {
 
 class GlobalOrder {
  public:
-  bool watching() const { return watching_.load(std::memory_order_relaxed); }
   // A reduction (`what` names the instruction) of `bytes` at `address` by `thread`.
   void reduction(SimThread& thread, const void* address, std::size_t bytes, const void* pc, const char* what);
   // A plain load or store by `thread`; checked only for words a reduction reached.
@@ -78,7 +77,9 @@ class GlobalOrder {
   static constexpr std::size_t kShards = 64;
   Shard& shard(std::uintptr_t word) { return shards_[(word >> 2) % kShards]; }
 
-  std::atomic<bool> watching_{false};
+  // The addresses reductions reached lie in [lowest_, highest_): the quick
+  // test that lets the plain accesses elsewhere pass without a look-up.
+  std::atomic<std::uintptr_t> lowest_{~std::uintptr_t{0}}, highest_{0};
   std::array<Shard, kShards> shards_;
 };
 

@@ -4,7 +4,8 @@
 // in C++ (the examples compile it as C).
 //
 //   misbehaving         cpu.test_error (forward fails), cpu.test_crash (forward
-//                       aborts the process on head dim 16), cpu.test_supports_error (supports
+//                       aborts the process on head dim 16), cpu.test_hang (forward
+//                       never returns on head dim 16), cpu.test_supports_error (supports
 //                       fails), cuda.test_stub (a CUDA implementation, for a
 //                       machine without a GPU)
 //   builtin_clash       registers cpu.flash, a built-in name
@@ -23,6 +24,7 @@
 //   release_refused     cpu.test_release_refused with a hook, then a bad name: the
 //                       registration is refused
 #include <attnbench/plugin.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -79,6 +81,13 @@ std::int32_t forward_crashes(void*, const attnbench_problem* problem, const attn
   return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "did not crash (head dim is not 16)");
 }
 
+// Never returns on a head dim of 16; fails with a message on any other.
+std::int32_t forward_hangs(void*, const attnbench_problem* problem, const attnbench_buffers*, const attnbench_context*,
+                           attnbench_message* message) {
+  while (problem->head_dim == 16) sleep(1);
+  return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "did not hang (head dim is not 16)");
+}
+
 attnbench_implementation implementation(const char* name, std::int32_t device, attnbench_supports_fn supports,
                                         attnbench_call_fn forward) {
   attnbench_implementation result;
@@ -129,6 +138,7 @@ ATTNBENCH_PLUGIN_EXPORT std::int32_t attnbench_plugin_register(attnbench_registr
       const attnbench_implementation all[] = {
           implementation("cpu.test_error", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails),
           implementation("cpu.test_crash", ATTNBENCH_DEVICE_CPU, supports_everything, forward_crashes),
+          implementation("cpu.test_hang", ATTNBENCH_DEVICE_CPU, supports_everything, forward_hangs),
           implementation("cpu.test_supports_error", ATTNBENCH_DEVICE_CPU, supports_fails, forward_fails),
           implementation("cuda.test_stub", ATTNBENCH_DEVICE_CUDA, supports_everything, forward_fails)};
       for (const attnbench_implementation& one : all) {

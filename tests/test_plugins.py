@@ -79,11 +79,11 @@ class Plugins(attnbench_testing.ScenarioTestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.built)
 
-    def attnbench(self, *arguments, env=None):
-        environment = attnbench_testing.environment_without("ATTNBENCH_PLUGINS")
+    def attnbench(self, *arguments, env=None, timeout=None):
+        environment = attnbench_testing.environment_without("ATTNBENCH_PLUGINS", "ATTNBENCH_RESTARTS")
         environment.update(env or {})
         return subprocess.run([str(ARGS.binary), *map(str, arguments)], capture_output=True, text=True,
-                              env=environment)
+                              env=environment, timeout=timeout)
 
     def run_plugin(self, output, *arguments):
         return self.attnbench("run", self.scenario, "-o", output, "--threads", THREADS, *arguments)
@@ -286,6 +286,12 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         finished = [entry["record"] for entry in journal if "record" in entry]
         self.assertEqual([r["case_index"] for r in finished], [0, 0])  # the first case, as it finished
         self.assertEqual([entry["crashed"]["signal"] for entry in journal if "crashed" in entry], [6])
+        # Before dying, the process says which case and implementation died and how to go on.
+        key = next(entry["crashed"]["case_key"] for entry in journal if "crashed" in entry)
+        self.assertIn(f"attnbench: cpu.test_crash crashed the process in case plugin/{key} (SIGABRT, an abort). "
+                      f"The cases finished before it are saved in {output}.journal; go on with the same command and "
+                      f"-o {output} --resume: this case is then recorded as failed and the run continues with the "
+                      "next.\n", crashed.stderr)
         resumed = self.attnbench(*arguments, "--resume")
         self.assertEqual(resumed.returncode, 1, resumed.stdout + resumed.stderr)
         self.assertIn("1 implementation crashed the process in a case before and is recorded as failed there, "
@@ -299,6 +305,38 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertIn("the process died in this case of signal 6", records[1, "cpu.test_crash"]["reason"])
         self.assertIn("did not crash", records[2, "cpu.test_crash"]["reason"])
         self.assertEqual({records[c, "cpu.standard"]["status"] for c in range(3)}, {"ok"})
+
+    def test_a_call_that_never_returns_times_out_and_the_run_goes_on(self):
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        scenario = attnbench_testing.write_scenario(self.directory / "hang.json", dict(
+            SCENARIO, cases=[{"head_dim": 8, "direction": "fwd"}, {"head_dim": 16, "direction": "fwd"},
+                             {"head_dim": 8, "seqlen": 16, "direction": "fwd"}]))
+        output = self.directory / "results.json"
+        arguments = ["run", scenario, "-o", output, "--plugin", plugin, "--impl", "cpu.standard,cpu.test_hang",
+                     "--call-limit", "0.5"]
+        run = self.attnbench(*arguments, timeout=120)
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        self.assertIn("attnbench: cpu.test_hang's checked call in case plugin#1 did not return within 500.0 ms "
+                      "(--call-limit): recorded as a timeout; continuing in a new process (restart 1)", run.stderr)
+        self.assertIn("1 implementation did not return from a call within --call-limit in a case before and is "
+                      "recorded as failed (timeout) there, not run again", run.stderr)
+        document = self.validated(output)
+        self.assertTrue(document["complete"])
+        records = {(r["case_index"], r["implementation"]): r for r in document["records"]}
+        self.assertEqual(len(records), 6)
+        self.assertEqual({records[c, "cpu.standard"]["status"] for c in range(3)}, {"ok"})
+        self.assertEqual(records[0, "cpu.test_hang"]["reason"],
+                         "error: cpu.test_hang forward() failed: did not hang (head dim is not 16)")
+        self.assertEqual(records[1, "cpu.test_hang"]["status"], "failed")
+        self.assertTrue(records[1, "cpu.test_hang"]["reason"].startswith(
+            "timeout: cpu.test_hang did not return from a call of this case within 500.0 ms (--call-limit)"),
+            records[1, "cpu.test_hang"]["reason"])
+        # Its later cases are not run (each could hang as long), as after a GPU timeout.
+        self.assertTrue(records[2, "cpu.test_hang"]["reason"].startswith(
+            "timeout: not run: cpu.test_hang's case plugin/"), records[2, "cpu.test_hang"]["reason"])
+        # The same command with --resume finds it complete: nothing waits on the case again.
+        again = self.attnbench(*arguments, "--resume", timeout=60)
+        self.assertEqual(again.returncode, 1, again.stdout + again.stderr)
 
     # ---- a plug-in's build is part of a run's identity ----
 

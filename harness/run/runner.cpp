@@ -211,20 +211,27 @@ struct ProfileSettings {
 constexpr double kMemoryOnlyCallSeconds = 20;
 
 // The reason of a record whose device work did not finish within the wait
-// limit (DeviceTimeout) starts with this, as does that of each later case of
-// the implementation, which the run records without running.
+// limit (DeviceTimeout), or whose host call did not return within the call
+// limit, starts with this, as does that of each later case of the
+// implementation, which the run records without running.
 constexpr std::string_view kTimeoutReason = "timeout: ";
 
 class ScenarioRunner {
  public:
+  // `restart(why)` restarts the process to resume the run, from the call
+  // limit's watchdog thread; it does not return.
   ScenarioRunner(int threads, ProfileSettings profile, bool memory_only, ResultsOutput& results, CaseDumper& dumper,
-                 std::optional<double> host_gemm_rate)
+                 std::optional<double> host_gemm_rate, double call_limit_seconds,
+                 std::function<void(const std::string& why)> restart)
       : threads_(threads),
         profile_(profile),
         memory_only_(memory_only),
         results_(results),
         dumper_(dumper),
-        estimator_(host_gemm_rate) {
+        estimator_(host_gemm_rate),
+        call_limit_seconds_(call_limit_seconds),
+        restart_(std::move(restart)),
+        watchdog_([this](const std::string& what, double limit) { restart_after_timeout(what, limit); }) {
     // A resumed run knows its timeouts from the records it continues.
     for (const Json& record : results_.document().json()["records"]) {
       const auto reason = record.find("reason");
@@ -264,23 +271,33 @@ class ScenarioRunner {
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       const std::string name(implementation->name());
-      if (const int signal = results_.crashed_in(scenario.name, scenario_case.key, name)) {
+      if (const Json* crash = results_.crashed_in(scenario.name, scenario_case.key, name)) {
         record["status"] = "failed";
-        record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
-                           strsignal(signal) + ") while " + name +
-                           " ran, in the run --resume continued; it is recorded as failed instead of being run again";
+        if (crash->contains("timeout_seconds")) {
+          record["reason"] = std::string(kTimeoutReason) + name + " did not return from a call of this case within " +
+                             format_seconds((*crash)["timeout_seconds"].get<double>()) +
+                             " (--call-limit) in the run --resume continued, which restarted itself; it is recorded "
+                             "as failed instead of being run again";
+          timed_out_in_.emplace(name, scenario.name + "/" + scenario_case.key);
+        } else {
+          const int signal = (*crash)["signal"].get<int>();
+          record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
+                             strsignal(signal) + ") while " + name +
+                             " ran, in the run --resume continued; it is recorded as failed instead of being run "
+                             "again";
+        }
         records.push_back(std::move(record));
         continue;
       }
       if (const auto timed_out = timed_out_in_.find(name); timed_out != timed_out_in_.end()) {
         record["status"] = "failed";
         record["reason"] = std::string(kTimeoutReason) + "not run: " + name + "'s case " + timed_out->second +
-                           " did not finish within the device wait limit earlier in this run, so none of its later "
-                           "cases are run";
+                           " did not finish within its time limit (the device wait limit or --call-limit) earlier "
+                           "in this run, so none of its later cases are run";
         records.push_back(std::move(record));
         continue;
       }
-      const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
+      crash_note_ = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       std::optional<AccuracyResult> checked;
       try {
         const std::string not_run = memory_only_ ? reason_not_to_call(*implementation, scenario_case.problem, estimate)
@@ -289,6 +306,7 @@ class ScenarioRunner {
         std::unique_ptr<ImplementationSession> session;
         if (not_run.empty()) {
           const TraceRange setup_range("setup");
+          const CallWatchdog::Scope watched = watch(*implementation, "set-up (supports, workspace_bytes)", label);
           session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
         }
         if (!not_run.empty()) {
@@ -316,6 +334,7 @@ class ScenarioRunner {
         record["status"] = "failed";
         record["reason"] = std::string("error: ") + error.what();
       }
+      crash_note_.reset();
       if (checked) accuracy.emplace_back(implementation, std::move(*checked));
       records.push_back(std::move(record));
       if (context_lost_) break;  // nothing more can run in this process
@@ -393,8 +412,12 @@ class ScenarioRunner {
     progress.set_phase("check");
     Checked checked;
     const auto start = std::chrono::steady_clock::now();
-    if (const std::optional<ByteCount> counted = session.checked_call()) {
-      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+    {
+      const CallWatchdog::Scope watched =
+          watch(implementation, "checked call", scenario.name + "#" + std::to_string(case_index));
+      if (const std::optional<ByteCount> counted = session.checked_call()) {
+        record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+      }
     }
     checked.call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const CallChecks& checks = session.call_checks();
@@ -509,10 +532,15 @@ class ScenarioRunner {
     const Json clocks_before = session.backend().read_clocks();
     const HostActivityProbe host_probe;
     const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
-    const Measurement measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
-      progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
-                                      : "sample " + std::to_string(samples) + of_samples);
-    });
+    const Measurement measurement = [&] {
+      const CallWatchdog::Scope watched =
+          watch(implementation, "warm-up and timed calls", scenario.name + "#" + std::to_string(case_index));
+      return session.measure(planned.measure, [&](int warmup_calls, int samples) {
+        watched.beat();  // between calls, outside the timed samples
+        progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
+                                        : "sample " + std::to_string(samples) + of_samples);
+      });
+    }();
     const Json clocks_after = session.backend().read_clocks();
     const HostActivity host_activity = host_probe.finish();
     const NoiseAssessment noise = assess_noise(measurement.samples_seconds, host_activity);
@@ -608,6 +636,30 @@ class ScenarioRunner {
     dumper_.write(scenario.name, case_index, key, name, "dV", host.d_v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
   }
 
+  // The call limit's scope for calls of `implementation` (`calls`, in case
+  // `label`): host implementations only (a GPU's waits have their own limit).
+  CallWatchdog::Scope watch(const Implementation& implementation, const std::string& calls, const std::string& label) {
+    const bool on_host = implementation.device() == "cpu";
+    return CallWatchdog::Scope(on_host ? &watchdog_ : nullptr,
+                               std::string(implementation.name()) + "'s " + calls + " in case " + label,
+                               call_limit_seconds_);
+  }
+
+  // On the watchdog's thread, while the run's thread is stuck in the call:
+  // the timeout goes in the journal, and the process restarts to resume.
+  void restart_after_timeout(const std::string& what, double limit_seconds) {
+    const std::string why = what + " did not return within " + format_seconds(limit_seconds) +
+                            " (--call-limit): recorded as a timeout; continuing in a new process";
+    try {
+      crash_note_->note_timeout(limit_seconds);
+    } catch (const FileWriteError& failure) {
+      std::fprintf(stderr, "\nattnbench: error: %s, but the journal could not note it: %s\n", why.c_str(),
+                   failure.what());
+      std::_Exit(kExitEnvironment);
+    }
+    restart_(why);
+  }
+
   int threads_;
   ProfileSettings profile_;
   bool memory_only_;
@@ -615,6 +667,10 @@ class ScenarioRunner {
   ResultsOutput& results_;
   CaseDumper& dumper_;
   CaseTimeEstimator estimator_;
+  double call_limit_seconds_;
+  std::function<void(const std::string&)> restart_;
+  std::unique_ptr<CrashNote> crash_note_;  // of the implementation and case running now
+  CallWatchdog watchdog_;                  // last: its thread uses the members above
   bool context_lost_ = false;
   // Implementation -> "<scenario>/<case key>" of its case whose device work
   // did not finish within the wait limit earlier in this run (in a process
@@ -821,9 +877,14 @@ void print_resume_note(const ResultsOutput& output, const ResumedRecords& resume
   if (resumed.journal_entries > 0) note += " (entries 1-" + std::to_string(resumed.journal_entries) + ", in sequence)";
   note += "; " + std::to_string(total_cases - cases_done) + " of " + std::to_string(total_cases) +
           " cases have no record in either and run now";
-  if (resumed.crashes > 0) {
-    note += "; " + count_of(resumed.crashes, "implementation") + " crashed the process in a case before and " +
-            (resumed.crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  if (const std::size_t crashes = resumed.crashes - resumed.timeouts; crashes > 0) {
+    note += "; " + count_of(crashes, "implementation") + " crashed the process in a case before and " +
+            (crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  }
+  if (resumed.timeouts > 0) {
+    note += "; " + count_of(resumed.timeouts, "implementation") +
+            " did not return from a call within --call-limit in a case before and " +
+            (resumed.timeouts == 1 ? "is" : "are") + " recorded as failed (timeout) there, not run again";
   }
   if (resumed.torn_tail) {
     note += "; the journal's last line was cut short (the run was killed while writing it) and is ignored, so its "
@@ -944,9 +1005,21 @@ int run_scenarios(const RunOptions& options) {
     throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
 
+  // After a host call past the call limit (from the watchdog's thread, the
+  // run's own stuck in the call): the journal holds every finished case.
+  const auto restart = [&](const std::string& why) {
+    if (options.interactive) std::fputs("\r\033[K", stderr);
+    output.keep_lock_across_exec();
+    dumper.keep_lock_across_exec();
+    const RestartRequired restart_required(why, output.path());
+    if (options.restart_now) options.restart_now(restart_required);
+    std::fprintf(stderr, "\nattnbench: %s; continue with -o %s --resume\n", why.c_str(), output.path().c_str());
+    std::fflush(nullptr);
+    std::_Exit(kExitGateFailed);
+  };
   ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, options.memory_only, output,
-                        dumper,
-                        calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt);
+                        dumper, calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt,
+                        options.call_limit_seconds, restart);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {

@@ -273,6 +273,34 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         verdict = json.loads(listing.stdout)["scenarios"][0]["cases"][0]["implementations"]["cpu.test_supports_error"]
         self.assertIn("supports() broke on purpose", verdict["reason"])
 
+    def test_writes_outside_the_buffers_fail_the_record_naming_the_buffer_and_the_side(self):
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        output = self.directory / "results.json"
+        scribblers = ["cpu.test_past_o", "cpu.test_past_lse", "cpu.test_before_lse", "cpu.test_past_workspace",
+                      "cpu.test_into_q"]
+        run = self.run_plugin(output, "--plugin", plugin, "--impl", ",".join(["cpu.standard", *scribblers]),
+                              "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        records = {r["implementation"]: r for r in self.validated(output)["records"]}
+        self.assertEqual(records["cpu.standard"]["status"], "ok")  # no false alarm on a built-in
+        written = "error: guard check: {}'s checked call wrote outside its output buffers: {}"
+        o_bytes = 2 * 4 * 24 * 16 * 2  # batch, heads, Nq, d, fp16
+        self.assertEqual(records["cpu.test_past_o"]["reason"], written.format(
+            "cpu.test_past_o", "256 bytes written past the end of O (bytes 0 to 255 after its last element, in the "
+            "guard zone before LSE)"))
+        self.assertEqual(records["cpu.test_past_lse"]["reason"], written.format(
+            "cpu.test_past_lse", "256 bytes written past the end of LSE (bytes 0 to 255 after its last element, in "
+            "the guard zone before workspace)"))
+        self.assertEqual(records["cpu.test_before_lse"]["reason"], written.format(
+            "cpu.test_before_lse", "256 bytes written before the start of LSE (the 256 bytes before its first "
+            "element, in the guard zone after O)"))
+        self.assertEqual(records["cpu.test_past_workspace"]["reason"], written.format(
+            "cpu.test_past_workspace", "256 bytes written past the end of workspace (bytes 0 to 255 after its last "
+            "element, at the end of the arena)"))
+        self.assertEqual(records["cpu.test_into_q"]["reason"], written.format(
+            "cpu.test_into_q", "the input Q was written (first at element 3 of " + str(o_bytes // 2) +
+            "): inputs are read-only"))
+
     def test_a_crash_loses_no_record_and_is_recorded_as_failed_on_resume(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         scenario = attnbench_testing.write_scenario(self.directory / "crash.json", dict(

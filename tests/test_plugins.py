@@ -144,7 +144,8 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                     continue
                 self.assertEqual(record["status"], "ok", record["reason"])
                 self.assertEqual(record["configuration"],
-                                 {"algorithm": "fused", "plugin": "one score row per thread", "threads": THREADS})
+                                 {"algorithm": "fused", "output_dtype": problem["dtype"],
+                                  "plugin": "one score row per thread", "threads": THREADS})
                 accuracy = record["accuracy"]
                 self.assertEqual((accuracy["status"], accuracy["baseline"], accuracy["rule_applied"]),
                                  ("passed", "cpu.standard", True))
@@ -255,6 +256,24 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                 self.assertEqual(run.returncode, 0 if command[0] == "list" else 1, run.stdout + run.stderr)
                 self.assertEqual(log.read_text().splitlines(),
                                  ["minor 1", "released cpu.test_release_a", "released cpu.test_release_b"])
+
+    def test_impl_replaces_a_scenario_list_that_names_a_plugin_not_loaded(self):
+        scenario = attnbench_testing.write_scenario(self.directory / "other.json", dict(
+            SCENARIO, implementations=["cpu.standard", "cpu.example"]))
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        output = self.directory / "results.json"
+        for command in (["list", scenario], ["run", scenario, "-o", output]):
+            with self.subTest(command=command[0]):
+                run = self.attnbench(*command, "--plugin", plugin, "--impl", "cpu.standard,cpu.test_error",
+                                     "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+                self.assertEqual(run.returncode, 0 if command[0] == "list" else 1, run.stdout + run.stderr)
+                self.assertIn("cpu.test_error", run.stdout + run.stderr)
+        self.assertEqual({r["implementation"] for r in self.validated(output)["records"]},
+                         {"cpu.standard", "cpu.test_error"})
+        # Without --impl the scenario's list stands, and an implementation not loaded is bad input.
+        refused = self.attnbench("run", scenario, "-o", self.directory / "refused.json", "--plugin", plugin)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn('unknown implementation "cpu.example"', refused.stderr)
 
     def test_a_callback_error_fails_its_record_and_the_sweep_goes_on(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"

@@ -172,7 +172,9 @@ int run(int argc, char** argv) {
   if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
   load_plugins(options.plugin_paths);
 
-  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  const std::vector<Scenario> scenarios = load_scenarios(
+      options.scenario_paths,
+      options.implementations.empty() ? ImplementationNames::registered : ImplementationNames::any);
   const int threads = options.threads > 0 ? options.threads : available_cpus().count;
   gbench::CaseBenchmarks benchmarks(threads);
   register_benchmarks(scenarios, options.implementations, listing_only, benchmarks);

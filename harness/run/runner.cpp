@@ -909,7 +909,11 @@ std::string record_counts(const Json& records) {
 
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
-  std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  // --impl replaces the scenarios' lists: a scenario naming a plug-in that is
+  // not loaded runs with the implementations --impl names.
+  std::vector<Scenario> scenarios = load_scenarios(
+      options.scenario_paths,
+      options.implementations.empty() ? ImplementationNames::registered : ImplementationNames::any);
   scenarios.insert(scenarios.end(), options.built_scenarios.begin(), options.built_scenarios.end());
   const std::optional<Regex> filter = case_filter(options.filter);
   const CpuAvailability cpus = available_cpus();

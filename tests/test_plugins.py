@@ -387,6 +387,32 @@ class Plugins(attnbench_testing.ScenarioTestCase):
 
     # ---- a plug-in's build is part of a run's identity ----
 
+    def test_two_builds_are_named_by_compare_and_stand_side_by_side_in_a_report(self):
+        other = build_example(self.directory, "libcpu_attention_o3.so", ["-O3", "-DATTNBENCH_EXAMPLE_O3_BUILD"])
+        files = []
+        for side, plugin in (("base", self.example), ("head", other)):
+            files.append(self.directory / f"{side}.json")
+            run = self.run_plugin(files[-1], "--plugin", plugin, "--impl", "cpu.standard,cpu.example",
+                                  "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        compare = self.attnbench("compare", *files, "--json", self.directory / "compare.json")
+        self.assertIn(compare.returncode, (0, 1, 3), compare.stderr)
+        self.assertIn(f"plug-in cpu.example: two builds, version 1.0.0, SHA-256 {sha256(self.example)[:12]}… (BASE) "
+                      f"and version 1.0.0, SHA-256 {sha256(other)[:12]}… (NEW)", " ".join(compare.stdout.split()))
+        document = json.loads((self.directory / "compare.json").read_text())
+        self.assertEqual([p["sha256"] for p in document["inputs"]["base"]["plugins"]], [sha256(self.example)])
+        self.assertEqual([p["sha256"] for p in document["inputs"]["new"]["plugins"]], [sha256(other)])
+        clash = self.attnbench("report", *files, "--table", "seqlen")
+        self.assertEqual(clash.returncode, 2, clash.stderr)
+        report = self.attnbench("report", *files, "--table", "seqlen", "--format", "json", "--label", "base",
+                                "--label", "head", "--baseline", "cpu.standard@base")
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertTrue({"cpu.example@base", "cpu.example@head"} <=
+                        {c.get("implementation") for c in json.loads(report.stdout)["columns"]})
+        wrong = self.attnbench("report", *files, "--table", "seqlen", "--label", "base")
+        self.assertEqual(wrong.returncode, 2, wrong.stderr)
+        self.assertIn("--label: 1 labels for 2 results files", wrong.stderr)
+
     def test_resume_and_merge_refuse_another_build(self):
         plugin = self.directory / "libkernel.so"
         shutil.copy(self.example, plugin)

@@ -275,6 +275,28 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertEqual(refused.returncode, 2, refused.stderr)
         self.assertIn('unknown implementation "cpu.example"', refused.stderr)
 
+    def test_the_torch_peer_expands_a_scenario_naming_a_plugin(self):
+        scenario = attnbench_testing.write_scenario(self.directory / "mine.json", dict(
+            SCENARIO, implementations=["cpu.standard", "cpu.example"]))
+        stub = self.directory / "stub" / "torch"
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+        peer = [sys.executable, str(ARGS.source_dir / "scripts" / "torch_peer.py"), "--attnbench", str(ARGS.binary),
+                str(scenario), "--backends", "math"]
+        environment = dict(attnbench_testing.environment_without("ATTNBENCH_PLUGINS"),
+                           PYTHONPATH=str(stub.parent))
+        refused = subprocess.run([*peer, "-o", str(self.directory / "refused.json")], capture_output=True,
+                                 text=True, env=environment)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn('unknown implementation "cpu.example"', refused.stderr)
+        output = self.directory / "torch.json"
+        run = subprocess.run([*peer, "--plugin", str(self.example), "-o", str(output)], capture_output=True,
+                             text=True, env=environment)
+        self.assertEqual(run.returncode, 4, run.stderr)  # no PyTorch here: every record skipped, with the reason
+        records = self.validated(output)["records"]
+        self.assertEqual(len(records), len(SCENARIO["cases"]))
+        self.assertEqual({r["reason"] for r in records}, {"PyTorch is not installed"})
+
     def test_a_callback_error_fails_its_record_and_the_sweep_goes_on(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         output = self.directory / "results.json"

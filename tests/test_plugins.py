@@ -104,6 +104,29 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertIn(CUDA_COMMAND.replace(" -gencode arch=compute_80", " \\\n *        -gencode arch=compute_80")
                       .replace(" examples/", " \\\n *        examples/"), opening)
 
+    def test_the_documented_cxx_and_cuda_commands_build_a_plugin_that_loads(self):
+        """docs/plugins.md's C++ and CUDA commands, run as written in an empty directory on a copy of
+        the matching example (the C example is valid C++)."""
+        docs = (ARGS.source_dir / "docs" / "plugins.md").read_text().splitlines()
+        commands = {line.split()[0]: line for line in docs if line.startswith(("c++ ", "nvcc -std=c++17 "))}
+        self.assertEqual(set(commands), {"c++", "nvcc"})
+        nvcc = os.environ.get("ATTNBENCH_TEST_NVCC")
+        for compiler, source, name in (("c++", "cpu_attention.c", "cpu.example"),
+                                       ("nvcc", "cuda_attention.cu", "cuda.example")):
+            with self.subTest(compiler=compiler):
+                if compiler == "nvcc" and not nvcc:
+                    self.skipTest("built without CUDA: no nvcc")
+                directory = self.directory / compiler.replace("+", "x")
+                directory.mkdir()
+                command = shlex.split(commands[compiler].replace("$ATTNBENCH", str(ARGS.source_dir)))
+                shutil.copy(ARGS.source_dir / "examples" / "plugins" / source, directory / command[-3])
+                if compiler == "nvcc":
+                    command[0] = nvcc
+                subprocess.run(command, cwd=directory, check=True)
+                info = self.attnbench("info", "--json", "--plugin", directory / "libmy_attention.so")
+                self.assertEqual(info.returncode, 0, info.stderr)
+                self.assertIn(name, info.stdout)
+
     def test_the_cuda_example_builds_and_loads_without_a_gpu(self):
         """Built for sm_80 and sm_90 by the documented command; on a machine without a GPU
         `list` shows why it cannot run and `run` exits 4 (scripts/device-check.sh runs it on one)."""

@@ -347,7 +347,7 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
         records = {r["implementation"]: r for r in self.validated(output)["records"]}
         self.assertEqual(records["cpu.standard"]["status"], "ok")  # no false alarm on a built-in
-        written = "error: guard check: {}'s checked call wrote outside its output buffers: {}"
+        written = "error: guard check: {}'s checked call wrote where it must not: {}"
         o_bytes = 2 * 4 * 24 * 16 * 2  # batch, heads, Nq, d, fp16
         self.assertEqual(records["cpu.test_past_o"]["reason"], written.format(
             "cpu.test_past_o", "256 bytes written past the end of O (bytes 0 to 255 after its last element, in the "

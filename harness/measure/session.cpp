@@ -182,8 +182,8 @@ std::optional<ByteCount> ImplementationSession::checked_call() {
     written += (written.empty() ? "" : "; ") + violation;
   }
   if (!written.empty()) {
-    const std::string failure = "guard check: " + std::string(implementation_.name()) + "'s checked call wrote outside "
-                                "its output buffers: " + written;
+    const std::string failure =
+        "guard check: " + std::string(implementation_.name()) + "'s checked call wrote where it must not: " + written;
     call_checks_.failure = call_checks_.failure.empty() ? failure : call_checks_.failure + "; " + failure;
   }
   if (!implementation_.counts_traffic()) return std::nullopt;

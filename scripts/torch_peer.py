@@ -1053,7 +1053,8 @@ def parse_arguments(argv):
         # Before PyTorch is looked for: a module that does not exist is bad input on any machine.
         if spec.adapter is None and not module_exists(spec.module_name):
             raise BadInput(f'--callable "{text}": no module {spec.module_name} on the Python path '
-                           f"({', '.join(sys.path[:3])}, …): check its name, or add its directory to PYTHONPATH")
+                           f"({', '.join(list(dict.fromkeys(filter(None, sys.path)))[:3])}, …): check its name, or add "
+                           "its directory to PYTHONPATH")
         implementations.append(spec.implementation)
         arguments.specs[spec.implementation] = spec
     if not implementations:

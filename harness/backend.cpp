@@ -69,8 +69,11 @@ std::vector<std::string> BackendRegistry::devices() const {
 }
 
 DeviceArena::DeviceArena(Backend& backend, std::size_t capacity)
-    : backend_(backend), capacity_(aligned(capacity)), red_zone_(aligned(backend.buffer_red_zone())) {
-  if (capacity_ > 0) base_ = static_cast<std::byte*>(backend_.allocate(capacity_ + kMaxPieces * red_zone_));
+    : backend_(backend),
+      capacity_(aligned(capacity)),
+      red_zone_(aligned(std::max(backend.buffer_red_zone(), kGuardBytes))),
+      offset_(red_zone_) {
+  if (capacity_ > 0) base_ = static_cast<std::byte*>(backend_.allocate(capacity_ + (kMaxPieces + 1) * red_zone_));
 }
 
 DeviceArena::~DeviceArena() {
@@ -79,15 +82,29 @@ DeviceArena::~DeviceArena() {
 
 TensorBuffer DeviceArena::take(ElementType type, std::size_t elements, std::string_view name) {
   const std::size_t bytes = aligned(elements * element_size(type));
-  if (used_ + bytes > capacity_ || pieces_ == kMaxPieces) {
+  if (used_ + bytes > capacity_ || pieces_.size() == kMaxPieces) {
     throw std::logic_error("device arena overflow: the memory plan is smaller than what was taken");
   }
   TensorBuffer buffer{base_ + offset_, type, elements};
   used_ += bytes;
   offset_ += bytes + red_zone_;
-  ++pieces_;
+  pieces_.push_back(Piece{std::string(name), static_cast<std::byte*>(buffer.data), buffer.bytes()});
   backend_.note_buffer(buffer, name);
   return buffer;
+}
+
+std::vector<DeviceArena::GuardZone> DeviceArena::guard_zones() const {
+  std::vector<GuardZone> zones;
+  if (!base_) return zones;
+  std::byte* start = base_;
+  std::string before;
+  for (const Piece& piece : pieces_) {
+    zones.push_back(GuardZone{start, static_cast<std::size_t>(piece.data - start), before, piece.name});
+    start = piece.data + piece.bytes;
+    before = piece.name;
+  }
+  zones.push_back(GuardZone{start, static_cast<std::size_t>(base_ + offset_ - start), before, ""});
+  return zones;
 }
 
 }  // namespace attnbench

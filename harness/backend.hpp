@@ -132,12 +132,25 @@ struct BackendRegistration {
 };
 
 // One allocation from a backend, handed out in aligned pieces; its high-water
-// mark is the peak memory of a (case, implementation). The backend's red zones
-// between pieces are allocated beside the capacity and not counted in used().
+// mark is the peak memory of a (case, implementation). Before the first piece
+// and after each lies a guard zone of unused bytes (at least kGuardBytes, or
+// the backend's red zone), allocated beside the capacity and not counted in
+// used(): an access just outside a buffer lands in no buffer, and the checked
+// call's canaries there show a write (harness/measure/buffer_guards.hpp).
 class DeviceArena {
  public:
   static constexpr std::size_t kAlignment = 256;
   static constexpr std::size_t kMaxPieces = 16;
+  static constexpr std::size_t kGuardBytes = 4096;
+
+  // The unused bytes between two pieces (from the end of the one before's
+  // elements, padding included, to the start of the one after); `before` and
+  // `after` name the pieces, "" at the arena's ends.
+  struct GuardZone {
+    std::byte* data = nullptr;
+    std::size_t bytes = 0;
+    std::string before, after;
+  };
   static std::size_t aligned(std::size_t bytes) {
     return (bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
@@ -150,15 +163,22 @@ class DeviceArena {
   TensorBuffer take(ElementType type, std::size_t elements, std::string_view name);
   std::size_t used() const { return used_; }
   std::size_t capacity() const { return capacity_; }
+  // One before the first piece and one after each piece taken so far.
+  std::vector<GuardZone> guard_zones() const;
 
  private:
+  struct Piece {
+    std::string name;
+    std::byte* data;
+    std::size_t bytes;  // of its elements, without the alignment's padding
+  };
   Backend& backend_;
   std::byte* base_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t red_zone_ = 0;
   std::size_t used_ = 0;    // bytes handed out
   std::size_t offset_ = 0;  // where the next piece starts, red zones included
-  std::size_t pieces_ = 0;
+  std::vector<Piece> pieces_;
 };
 
 }  // namespace attnbench

@@ -14,6 +14,7 @@ them beside attnbench's own. See docs/peers.md.
     scripts/torch_peer.py scenarios/fa2/fwd.json -o results/fa2-torch.json
     scripts/torch_peer.py SCENARIO --backends flash,math --filter 'q4096' --device 1
     scripts/torch_peer.py SCENARIO --callable fa2 --callable mykernels:attention=mine
+    scripts/torch_peer.py SCENARIO --plugin ./libmy_attention.so   # a scenario naming a plug-in's implementation
 
 --callable runs other attention callables through the same protocol: the
 adapters fa2, fa3 and flashinfer (scripts/peer_callables.py) or any function
@@ -27,6 +28,7 @@ record skipped with the reason, and exits with 4. Exit codes follow attnbench:
 import argparse
 import datetime
 import gc
+import importlib.util
 import json
 import math
 import os
@@ -556,12 +558,22 @@ def host_record():
             "cpu_model": cpu_model, "logical_cpus": os.cpu_count() or 1, "memory_bytes": memory}
 
 
-def list_cases(binary, scenarios, case_filter):
+def module_exists(name):
+    """Whether `name` (dotted) can be found on the Python path, without importing it (its parents are)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def list_cases(binary, scenarios, case_filter, plugins=()):
     """`attnbench list --json` of the scenarios (with the filter, when given): the one expansion."""
     if not pathlib.Path(binary).is_file():
         raise BadInput(f"the attnbench binary {binary} does not exist: build it (scripts/build.sh) "
                        "or name it with --attnbench")
     command = [str(binary), "list", "--json", *map(str, scenarios)]
+    for plugin in plugins:
+        command += ["--plugin", str(plugin)]
     if case_filter is not None:
         command += ["--filter", case_filter]
     try:
@@ -1007,6 +1019,9 @@ def parse_arguments(argv):
                              "with scaled_dot_product_attention's signature, recorded as torch.NAME")
     parser.add_argument("--filter", dest="case_filter",
                         help='only cases whose "<scenario>/<case key>" matches this regex (as attnbench run)')
+    parser.add_argument("--plugin", dest="plugins", action="append", default=[], type=pathlib.Path, metavar="PATH",
+                        help="an attnbench plug-in the scenarios name implementations of (repeatable): handed to "
+                             "`attnbench list`, which expands the cases (ATTNBENCH_PLUGINS works too)")
     parser.add_argument("--attnbench", type=pathlib.Path, default=DEFAULT_BINARY,
                         help=f"the attnbench binary that expands the scenarios (default {DEFAULT_BINARY})")
     cache = parser.add_mutually_exclusive_group()
@@ -1035,6 +1050,11 @@ def parse_arguments(argv):
             raise BadInput(str(error)) from None
         if spec.implementation in implementations:
             raise BadInput(f'--callable "{text}": {spec.implementation} is already measured; give another NAME')
+        # Before PyTorch is looked for: a module that does not exist is bad input on any machine.
+        if spec.adapter is None and not module_exists(spec.module_name):
+            raise BadInput(f'--callable "{text}": no module {spec.module_name} on the Python path '
+                           f"({', '.join(list(dict.fromkeys(filter(None, sys.path)))[:3])}, …): check its name, or add "
+                           "its directory to PYTHONPATH")
         implementations.append(spec.implementation)
         arguments.specs[spec.implementation] = spec
     if not implementations:
@@ -1071,8 +1091,9 @@ def main(argv=None):
     try:
         arguments = parse_arguments(argv)
         arguments.argv = argv
-        listing = list_cases(arguments.attnbench, arguments.scenarios, arguments.case_filter)
-        full = list_cases(arguments.attnbench, arguments.scenarios, None) if arguments.case_filter else listing
+        listing = list_cases(arguments.attnbench, arguments.scenarios, arguments.case_filter, arguments.plugins)
+        full = list_cases(arguments.attnbench, arguments.scenarios, None, arguments.plugins) \
+            if arguments.case_filter else listing
         for entry, whole in zip(listing, full):
             entry["case_count"] = len(whole["cases"])
         if not any(entry["cases"] for entry in listing):

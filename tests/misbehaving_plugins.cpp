@@ -4,9 +4,14 @@
 // in C++ (the examples compile it as C).
 //
 //   misbehaving         cpu.test_error (forward fails), cpu.test_crash (forward
-//                       aborts the process on head dim 16), cpu.test_supports_error (supports
+//                       aborts the process on head dim 16), cpu.test_hang (forward
+//                       never returns on head dim 16), cpu.test_supports_error (supports
 //                       fails), cuda.test_stub (a CUDA implementation, for a
-//                       machine without a GPU)
+//                       machine without a GPU); and forwards that write outside
+//                       their buffers (each writes 64 floats, leaving the
+//                       outputs unwritten): cpu.test_past_o, cpu.test_past_lse,
+//                       cpu.test_before_lse, cpu.test_past_workspace (a 1 KiB
+//                       workspace), cpu.test_into_q (one element of Q)
 //   builtin_clash       registers cpu.flash, a built-in name
 //   bad_name            registers "cpu.Bad Name"
 //   duplicate           registers cpu.test_twice twice
@@ -23,6 +28,7 @@
 //   release_refused     cpu.test_release_refused with a hook, then a bad name: the
 //                       registration is refused
 #include <attnbench/plugin.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -79,6 +85,43 @@ std::int32_t forward_crashes(void*, const attnbench_problem* problem, const attn
   return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "did not crash (head dim is not 16)");
 }
 
+// Never returns on a head dim of 16; fails with a message on any other.
+std::int32_t forward_hangs(void*, const attnbench_problem* problem, const attnbench_buffers*, const attnbench_context*,
+                           attnbench_message* message) {
+  while (problem->head_dim == 16) sleep(1);
+  return attnbench_message_set(message, ATTNBENCH_STATUS_ERROR, "did not hang (head dim is not 16)");
+}
+
+// Where the scribbling forwards write.
+enum Scribble { past_o, past_lse, before_lse, past_workspace, into_q };
+
+std::int32_t forward_scribbles(void* user_data, const attnbench_problem* problem, const attnbench_buffers* buffers,
+                               const attnbench_context*, attnbench_message*) {
+  const std::size_t rows = static_cast<std::size_t>(problem->batch * problem->heads * problem->seqlen_q);
+  const std::size_t out_bytes = rows * static_cast<std::size_t>(problem->head_dim) *
+                                (problem->output_dtype == ATTNBENCH_DTYPE_FP32 ? 4 : 2);
+  float* at = nullptr;
+  switch (*static_cast<const Scribble*>(user_data)) {
+    case past_o: at = reinterpret_cast<float*>(static_cast<char*>(buffers->out) + out_bytes); break;
+    case past_lse: at = buffers->lse + rows; break;
+    case before_lse: at = buffers->lse - 64; break;
+    case past_workspace:
+      at = reinterpret_cast<float*>(static_cast<char*>(buffers->workspace) + buffers->workspace_bytes);
+      break;
+    case into_q:
+      *const_cast<unsigned char*>(static_cast<const unsigned char*>(buffers->q) + 6) ^= 1;
+      return ATTNBENCH_STATUS_OK;
+  }
+  for (int i = 0; i < 64; ++i) at[i] = 1.0f;
+  return ATTNBENCH_STATUS_OK;
+}
+
+std::int32_t one_kib(void*, const attnbench_problem*, const attnbench_context*, std::uint64_t* bytes,
+                     attnbench_message*) {
+  *bytes = 1024;
+  return ATTNBENCH_STATUS_OK;
+}
+
 attnbench_implementation implementation(const char* name, std::int32_t device, attnbench_supports_fn supports,
                                         attnbench_call_fn forward) {
   attnbench_implementation result;
@@ -91,6 +134,14 @@ attnbench_implementation implementation(const char* name, std::int32_t device, a
   result.version = "0.1";
   result.supports = supports;
   result.forward = forward;
+  return result;
+}
+
+attnbench_implementation scribbler(const char* name, Scribble where) {
+  static const Scribble places[] = {past_o, past_lse, before_lse, past_workspace, into_q};
+  attnbench_implementation result = implementation(name, ATTNBENCH_DEVICE_CPU, supports_everything, forward_scribbles);
+  result.user_data = const_cast<Scribble*>(&places[where]);
+  if (where == past_workspace) result.workspace_bytes = one_kib;
   return result;
 }
 
@@ -129,6 +180,10 @@ ATTNBENCH_PLUGIN_EXPORT std::int32_t attnbench_plugin_register(attnbench_registr
       const attnbench_implementation all[] = {
           implementation("cpu.test_error", ATTNBENCH_DEVICE_CPU, supports_everything, forward_fails),
           implementation("cpu.test_crash", ATTNBENCH_DEVICE_CPU, supports_everything, forward_crashes),
+          implementation("cpu.test_hang", ATTNBENCH_DEVICE_CPU, supports_everything, forward_hangs),
+          scribbler("cpu.test_past_o", past_o), scribbler("cpu.test_past_lse", past_lse),
+          scribbler("cpu.test_before_lse", before_lse), scribbler("cpu.test_past_workspace", past_workspace),
+          scribbler("cpu.test_into_q", into_q),
           implementation("cpu.test_supports_error", ATTNBENCH_DEVICE_CPU, supports_fails, forward_fails),
           implementation("cuda.test_stub", ATTNBENCH_DEVICE_CUDA, supports_everything, forward_fails)};
       for (const attnbench_implementation& one : all) {

@@ -35,7 +35,7 @@ HUGE = {"name": "huge", "description": "does not fit",
 # A bound nothing meets: every checked implementation fails its accuracy check.
 STRICT = dict(TINY, name="strict", accuracy={"bound": {"fp32": 1e-300}})
 
-FAST = "--benchmark_min_time=0.005"
+FAST = "--benchmark_min_time=0.005s"  # the form Google Benchmark documents, whatever version is linked
 TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 POSIX_ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
 
@@ -185,7 +185,9 @@ class GbenchFrontEnd(unittest.TestCase):
                                    ([tiny, "--impl=cpu.nope"], 'unknown implementation "cpu.nope"'),
                                    ([tiny, "--threads=0"], "--threads=0"),
                                    ([tiny, "--benchmark_filter=nothing-matches"], "matches no benchmark"),
-                                   ([tiny, "--no_such_flag"], "unrecognized")):
+                                   ([tiny, "--no_such_flag"], "unrecognized"),
+                                   ([tiny, "--benchmark_filer=cpu"], "--benchmark_filer: did you mean --benchmark_filter?"),
+                                   ([tiny, "--scenarios=x.json"], "--scenarios: did you mean --scenario?")):
             with self.subTest(arguments=arguments):
                 run = self.gbench(*arguments)
                 self.assertEqual(run.returncode, 2, run.stdout + run.stderr)

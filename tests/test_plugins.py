@@ -79,11 +79,11 @@ class Plugins(attnbench_testing.ScenarioTestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.built)
 
-    def attnbench(self, *arguments, env=None):
-        environment = attnbench_testing.environment_without("ATTNBENCH_PLUGINS")
+    def attnbench(self, *arguments, env=None, timeout=None):
+        environment = attnbench_testing.environment_without("ATTNBENCH_PLUGINS", "ATTNBENCH_RESTARTS")
         environment.update(env or {})
         return subprocess.run([str(ARGS.binary), *map(str, arguments)], capture_output=True, text=True,
-                              env=environment)
+                              env=environment, timeout=timeout)
 
     def run_plugin(self, output, *arguments):
         return self.attnbench("run", self.scenario, "-o", output, "--threads", THREADS, *arguments)
@@ -103,6 +103,29 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         opening = (ARGS.source_dir / "examples" / "plugins" / "cuda_attention.cu").read_text()
         self.assertIn(CUDA_COMMAND.replace(" -gencode arch=compute_80", " \\\n *        -gencode arch=compute_80")
                       .replace(" examples/", " \\\n *        examples/"), opening)
+
+    def test_the_documented_cxx_and_cuda_commands_build_a_plugin_that_loads(self):
+        """docs/plugins.md's C++ and CUDA commands, run as written in an empty directory on a copy of
+        the matching example (the C example is valid C++)."""
+        docs = (ARGS.source_dir / "docs" / "plugins.md").read_text().splitlines()
+        commands = {line.split()[0]: line for line in docs if line.startswith(("c++ ", "nvcc -std=c++17 "))}
+        self.assertEqual(set(commands), {"c++", "nvcc"})
+        nvcc = os.environ.get("ATTNBENCH_TEST_NVCC")
+        for compiler, source, name in (("c++", "cpu_attention.c", "cpu.example"),
+                                       ("nvcc", "cuda_attention.cu", "cuda.example")):
+            with self.subTest(compiler=compiler):
+                if compiler == "nvcc" and not nvcc:
+                    self.skipTest("built without CUDA: no nvcc")
+                directory = self.directory / compiler.replace("+", "x")
+                directory.mkdir()
+                command = shlex.split(commands[compiler].replace("$ATTNBENCH", str(ARGS.source_dir)))
+                shutil.copy(ARGS.source_dir / "examples" / "plugins" / source, directory / command[-3])
+                if compiler == "nvcc":
+                    command[0] = nvcc
+                subprocess.run(command, cwd=directory, check=True)
+                info = self.attnbench("info", "--json", "--plugin", directory / "libmy_attention.so")
+                self.assertEqual(info.returncode, 0, info.stderr)
+                self.assertIn(name, info.stdout)
 
     def test_the_cuda_example_builds_and_loads_without_a_gpu(self):
         """Built for sm_80 and sm_90 by the documented command; on a machine without a GPU
@@ -144,7 +167,8 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                     continue
                 self.assertEqual(record["status"], "ok", record["reason"])
                 self.assertEqual(record["configuration"],
-                                 {"algorithm": "fused", "plugin": "one score row per thread", "threads": THREADS})
+                                 {"algorithm": "fused", "output_dtype": problem["dtype"],
+                                  "plugin": "one score row per thread", "threads": THREADS})
                 accuracy = record["accuracy"]
                 self.assertEqual((accuracy["status"], accuracy["baseline"], accuracy["rule_applied"]),
                                  ("passed", "cpu.standard", True))
@@ -256,6 +280,46 @@ class Plugins(attnbench_testing.ScenarioTestCase):
                 self.assertEqual(log.read_text().splitlines(),
                                  ["minor 1", "released cpu.test_release_a", "released cpu.test_release_b"])
 
+    def test_impl_replaces_a_scenario_list_that_names_a_plugin_not_loaded(self):
+        scenario = attnbench_testing.write_scenario(self.directory / "other.json", dict(
+            SCENARIO, implementations=["cpu.standard", "cpu.example"]))
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        output = self.directory / "results.json"
+        for command in (["list", scenario], ["run", scenario, "-o", output]):
+            with self.subTest(command=command[0]):
+                run = self.attnbench(*command, "--plugin", plugin, "--impl", "cpu.standard,cpu.test_error",
+                                     "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+                self.assertEqual(run.returncode, 0 if command[0] == "list" else 1, run.stdout + run.stderr)
+                self.assertIn("cpu.test_error", run.stdout + run.stderr)
+        self.assertEqual({r["implementation"] for r in self.validated(output)["records"]},
+                         {"cpu.standard", "cpu.test_error"})
+        # Without --impl the scenario's list stands, and an implementation not loaded is bad input.
+        refused = self.attnbench("run", scenario, "-o", self.directory / "refused.json", "--plugin", plugin)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn('unknown implementation "cpu.example"', refused.stderr)
+
+    def test_the_torch_peer_expands_a_scenario_naming_a_plugin(self):
+        scenario = attnbench_testing.write_scenario(self.directory / "mine.json", dict(
+            SCENARIO, implementations=["cpu.standard", "cpu.example"]))
+        stub = self.directory / "stub" / "torch"
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+        peer = [sys.executable, str(ARGS.source_dir / "scripts" / "torch_peer.py"), "--attnbench", str(ARGS.binary),
+                str(scenario), "--backends", "math"]
+        environment = dict(attnbench_testing.environment_without("ATTNBENCH_PLUGINS"),
+                           PYTHONPATH=str(stub.parent))
+        refused = subprocess.run([*peer, "-o", str(self.directory / "refused.json")], capture_output=True,
+                                 text=True, env=environment)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn('unknown implementation "cpu.example"', refused.stderr)
+        output = self.directory / "torch.json"
+        run = subprocess.run([*peer, "--plugin", str(self.example), "-o", str(output)], capture_output=True,
+                             text=True, env=environment)
+        self.assertEqual(run.returncode, 4, run.stderr)  # no PyTorch here: every record skipped, with the reason
+        records = self.validated(output)["records"]
+        self.assertEqual(len(records), len(SCENARIO["cases"]))
+        self.assertEqual({r["reason"] for r in records}, {"PyTorch is not installed"})
+
     def test_a_callback_error_fails_its_record_and_the_sweep_goes_on(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         output = self.directory / "results.json"
@@ -273,6 +337,34 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         verdict = json.loads(listing.stdout)["scenarios"][0]["cases"][0]["implementations"]["cpu.test_supports_error"]
         self.assertIn("supports() broke on purpose", verdict["reason"])
 
+    def test_writes_outside_the_buffers_fail_the_record_naming_the_buffer_and_the_side(self):
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        output = self.directory / "results.json"
+        scribblers = ["cpu.test_past_o", "cpu.test_past_lse", "cpu.test_before_lse", "cpu.test_past_workspace",
+                      "cpu.test_into_q"]
+        run = self.run_plugin(output, "--plugin", plugin, "--impl", ",".join(["cpu.standard", *scribblers]),
+                              "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        records = {r["implementation"]: r for r in self.validated(output)["records"]}
+        self.assertEqual(records["cpu.standard"]["status"], "ok")  # no false alarm on a built-in
+        written = "error: guard check: {}'s checked call wrote where it must not: {}"
+        o_bytes = 2 * 4 * 24 * 16 * 2  # batch, heads, Nq, d, fp16
+        self.assertEqual(records["cpu.test_past_o"]["reason"], written.format(
+            "cpu.test_past_o", "256 bytes written past the end of O (bytes 0 to 255 after its last element, in the "
+            "guard zone before LSE)"))
+        self.assertEqual(records["cpu.test_past_lse"]["reason"], written.format(
+            "cpu.test_past_lse", "256 bytes written past the end of LSE (bytes 0 to 255 after its last element, in "
+            "the guard zone before workspace)"))
+        self.assertEqual(records["cpu.test_before_lse"]["reason"], written.format(
+            "cpu.test_before_lse", "256 bytes written before the start of LSE (the 256 bytes before its first "
+            "element, in the guard zone after O)"))
+        self.assertEqual(records["cpu.test_past_workspace"]["reason"], written.format(
+            "cpu.test_past_workspace", "256 bytes written past the end of workspace (bytes 0 to 255 after its last "
+            "element, at the end of the arena)"))
+        self.assertEqual(records["cpu.test_into_q"]["reason"], written.format(
+            "cpu.test_into_q", "the input Q was written (first at element 3 of " + str(o_bytes // 2) +
+            "): inputs are read-only"))
+
     def test_a_crash_loses_no_record_and_is_recorded_as_failed_on_resume(self):
         plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
         scenario = attnbench_testing.write_scenario(self.directory / "crash.json", dict(
@@ -286,6 +378,12 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         finished = [entry["record"] for entry in journal if "record" in entry]
         self.assertEqual([r["case_index"] for r in finished], [0, 0])  # the first case, as it finished
         self.assertEqual([entry["crashed"]["signal"] for entry in journal if "crashed" in entry], [6])
+        # Before dying, the process says which case and implementation died and how to go on.
+        key = next(entry["crashed"]["case_key"] for entry in journal if "crashed" in entry)
+        self.assertIn(f"attnbench: cpu.test_crash crashed the process in case plugin/{key} (SIGABRT, an abort). "
+                      f"The cases finished before it are saved in {output}.journal; go on with the same command and "
+                      f"-o {output} --resume: this case is then recorded as failed and the run continues with the "
+                      "next.\n", crashed.stderr)
         resumed = self.attnbench(*arguments, "--resume")
         self.assertEqual(resumed.returncode, 1, resumed.stdout + resumed.stderr)
         self.assertIn("1 implementation crashed the process in a case before and is recorded as failed there, "
@@ -300,7 +398,65 @@ class Plugins(attnbench_testing.ScenarioTestCase):
         self.assertIn("did not crash", records[2, "cpu.test_crash"]["reason"])
         self.assertEqual({records[c, "cpu.standard"]["status"] for c in range(3)}, {"ok"})
 
+    def test_a_call_that_never_returns_times_out_and_the_run_goes_on(self):
+        plugin = ARGS.test_plugins / "libtest_plugin_misbehaving.so"
+        scenario = attnbench_testing.write_scenario(self.directory / "hang.json", dict(
+            SCENARIO, cases=[{"head_dim": 8, "direction": "fwd"}, {"head_dim": 16, "direction": "fwd"},
+                             {"head_dim": 8, "seqlen": 16, "direction": "fwd"}]))
+        output = self.directory / "results.json"
+        arguments = ["run", scenario, "-o", output, "--plugin", plugin, "--impl", "cpu.standard,cpu.test_hang",
+                     "--call-limit", "0.5"]
+        run = self.attnbench(*arguments, timeout=120)
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        self.assertIn("attnbench: cpu.test_hang's checked call in case plugin#1 did not return within 500.0 ms "
+                      "(--call-limit): recorded as a timeout; continuing in a new process (restart 1)", run.stderr)
+        self.assertIn("1 implementation did not return from a call within --call-limit in a case before and is "
+                      "recorded as failed (timeout) there, not run again", run.stderr)
+        document = self.validated(output)
+        self.assertTrue(document["complete"])
+        records = {(r["case_index"], r["implementation"]): r for r in document["records"]}
+        self.assertEqual(len(records), 6)
+        self.assertEqual({records[c, "cpu.standard"]["status"] for c in range(3)}, {"ok"})
+        self.assertEqual(records[0, "cpu.test_hang"]["reason"],
+                         "error: cpu.test_hang forward() failed: did not hang (head dim is not 16)")
+        self.assertEqual(records[1, "cpu.test_hang"]["status"], "failed")
+        self.assertTrue(records[1, "cpu.test_hang"]["reason"].startswith(
+            "timeout: cpu.test_hang did not return from a call of this case within 500.0 ms (--call-limit)"),
+            records[1, "cpu.test_hang"]["reason"])
+        # Its later cases are not run (each could hang as long), as after a GPU timeout.
+        self.assertTrue(records[2, "cpu.test_hang"]["reason"].startswith(
+            "timeout: not run: cpu.test_hang's case plugin/"), records[2, "cpu.test_hang"]["reason"])
+        # The same command with --resume finds it complete: nothing waits on the case again.
+        again = self.attnbench(*arguments, "--resume", timeout=60)
+        self.assertEqual(again.returncode, 1, again.stdout + again.stderr)
+
     # ---- a plug-in's build is part of a run's identity ----
+
+    def test_two_builds_are_named_by_compare_and_stand_side_by_side_in_a_report(self):
+        other = build_example(self.directory, "libcpu_attention_o3.so", ["-O3", "-DATTNBENCH_EXAMPLE_O3_BUILD"])
+        files = []
+        for side, plugin in (("base", self.example), ("head", other)):
+            files.append(self.directory / f"{side}.json")
+            run = self.run_plugin(files[-1], "--plugin", plugin, "--impl", "cpu.standard,cpu.example",
+                                  "--filter", "q24-k40-d16-fp16-bshd-fwd-in")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        compare = self.attnbench("compare", *files, "--json", self.directory / "compare.json")
+        self.assertIn(compare.returncode, (0, 1, 3), compare.stderr)
+        self.assertIn(f"plug-in cpu.example: two builds, version 1.0.0, SHA-256 {sha256(self.example)[:12]}… (BASE) "
+                      f"and version 1.0.0, SHA-256 {sha256(other)[:12]}… (NEW)", " ".join(compare.stdout.split()))
+        document = json.loads((self.directory / "compare.json").read_text())
+        self.assertEqual([p["sha256"] for p in document["inputs"]["base"]["plugins"]], [sha256(self.example)])
+        self.assertEqual([p["sha256"] for p in document["inputs"]["new"]["plugins"]], [sha256(other)])
+        clash = self.attnbench("report", *files, "--table", "seqlen")
+        self.assertEqual(clash.returncode, 2, clash.stderr)
+        report = self.attnbench("report", *files, "--table", "seqlen", "--format", "json", "--label", "base",
+                                "--label", "head", "--baseline", "cpu.standard@base")
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertTrue({"cpu.example@base", "cpu.example@head"} <=
+                        {c.get("implementation") for c in json.loads(report.stdout)["columns"]})
+        wrong = self.attnbench("report", *files, "--table", "seqlen", "--label", "base")
+        self.assertEqual(wrong.returncode, 2, wrong.stderr)
+        self.assertIn("--label: 1 labels for 2 results files", wrong.stderr)
 
     def test_resume_and_merge_refuse_another_build(self):
         plugin = self.directory / "libkernel.so"

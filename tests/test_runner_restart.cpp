@@ -6,13 +6,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "harness/errors.hpp"
 #include "harness/results/file_lock.hpp"
 #include "harness/results/document.hpp"
 #include "harness/results/journal.hpp"
+#include "harness/run/call_watchdog.hpp"
 #include "harness/run/runner.hpp"
 
 namespace attnbench {
@@ -167,11 +173,47 @@ TEST(RunnerRestart, AfterATimeoutTheImplementationsLaterCasesFailWithoutRunning)
     } else if (record["case_index"] != 0) {
       EXPECT_EQ(record["status"], "failed");
       EXPECT_EQ(record["reason"], "timeout: not run: test.times_out's case " + first_case +
-                                      " did not finish within the device wait limit earlier in this run, so none "
-                                      "of its later cases are run");
+                                      " did not finish within its time limit (the device wait limit or "
+                                      "--call-limit) earlier in this run, so none of its later cases are run");
     }
   }
   fs::remove_all(fs::path(options.output_path).parent_path());
+}
+
+// The host call limit's watchdog fires only when no call finishes within the
+// limit: calls that beat it in time never trip it, however long they take
+// together; a stretch with no beat does, once, naming what it watched.
+TEST(CallWatchdog, FiresOnlyWhenNoCallFinishesWithinTheLimit) {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, double>> expired;
+  CallWatchdog watchdog([&](const std::string& what, double limit) {
+    const std::lock_guard<std::mutex> guard(mutex);
+    expired.emplace_back(what, limit);
+  });
+  {
+    const CallWatchdog::Scope calls(&watchdog, "beating calls", 0.4);
+    for (int call = 0; call < 16; ++call) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      calls.beat();
+    }
+  }
+  {
+    const CallWatchdog::Scope unwatched(&watchdog, "no limit", 0);
+    const CallWatchdog::Scope no_watchdog(nullptr, "no watchdog", 0.01);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  {
+    const std::lock_guard<std::mutex> guard(mutex);
+    EXPECT_TRUE(expired.empty());
+  }
+  {
+    const CallWatchdog::Scope stuck(&watchdog, "a stuck call", 0.05);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  const std::lock_guard<std::mutex> guard(mutex);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].first, "a stuck call");
+  EXPECT_DOUBLE_EQ(expired[0].second, 0.05);
 }
 
 }  // namespace

@@ -183,6 +183,9 @@ class TorchPeer(attnbench_testing.ScenarioTestCase):
             ([self.scenario, "--filter", "no-such-case"], "matches no case"),
             ([self.scenario, "--device", "-1"], "--device"),
             ([self.scenario, "--no-such-option"], "--no-such-option"),
+            # Checked before PyTorch is: without it, a typo would otherwise read as "PyTorch is not installed".
+            ([self.scenario, "--callable", "no_such_kernels:attention"],
+             "no module no_such_kernels on the Python path"),
         ]
         for arguments, message in cases:
             with self.subTest(arguments=arguments):

@@ -53,7 +53,8 @@ Json unavailable_implementations(const Json& scenario) {
 int command_list(const std::vector<std::string>& paths, const std::optional<std::string>& implementations,
                  const std::string& filter_text, int requested_threads, bool as_json) {
   const int threads = requested_threads > 0 ? requested_threads : available_cpus().count;
-  const std::vector<Scenario> scenarios = load_scenarios(paths);
+  const std::vector<Scenario> scenarios =
+      load_scenarios(paths, implementations ? ImplementationNames::any : ImplementationNames::registered);
   const std::optional<Regex> filter = case_filter(filter_text);
   Json listing{{"schema", "attnbench.cases/1"}, {"scenarios", Json::array()}};
   for (const Scenario& scenario : scenarios) {

@@ -22,6 +22,7 @@ Subcommand add_report_command(CLI::App& app) {
     std::string format = "md";
     ReportOptions report;
     std::string output;
+    std::vector<std::string> labels;
     bool with_oracle = false;
   };
   auto options = std::make_shared<Options>();
@@ -44,6 +45,9 @@ Subcommand add_report_command(CLI::App& app) {
                       "What the rows are ordered by, and no longer grouped by: seqlen (default), batch, block "
                       "(block_q and block_k together) or a problem field such as block_q, head_dim, dropout")
       ->check(CLI::IsMember(x_axis_names()));
+  command->add_option("--label", options->labels,
+                      "One per results file, in order: its implementations are shown as NAME@LABEL, so two builds "
+                      "of one implementation stand side by side (then --baseline NAME@LABEL)");
   command->add_flag("--with-oracle", options->with_oracle,
                     "Show the fp64 oracle (cpu.reference) too; it is left out otherwise");
   command->add_option("-o,--output", options->output, "Write the report here (default: standard output)")
@@ -55,7 +59,8 @@ Subcommand add_report_command(CLI::App& app) {
               }
             }
             const MergedResults results = load_merged_results(
-                options->results, options->with_oracle ? OracleRecords::keep : OracleRecords::leave_out);
+                options->results, options->with_oracle ? OracleRecords::keep : OracleRecords::leave_out,
+                options->labels);
             const Table table = build_table(options->table, results, options->report);
             const std::string text = find_table_format(options->format)->render(table);
             if (options->output.empty()) {

@@ -98,6 +98,10 @@ void add_run_options(CLI::App& command, RunCommandOptions& options) {
                    "Skip the profiling pass (CUPTI DRAM/L2 bytes); needed when running under ncu or nsys");
   command.add_flag("--profile-kernels", options.run.profile_kernels,
                    "Also profile each kernel of a call separately (traffic.measured.kernels)");
+  command.add_option("--call-limit", options.run.call_limit_seconds,
+                     "Seconds one call of a host implementation (plug-ins included) may take before its case fails "
+                     "as a timeout and the run goes on in a new process (default 600; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   command.add_option("--shard", options.shard, "Run only part K of N of the cases (K/N, 1 <= K <= N)");
   command.add_option("--device", options.device, "Which accelerator of the machine to use (default 0)")
       ->check(CLI::NonNegativeNumber);
@@ -113,6 +117,15 @@ int execute_run(RunCommandOptions& options, const std::vector<std::string>& comm
   BackendRegistry::instance().set_device_index(options.device);
   run.interactive = isatty(STDERR_FILENO) != 0;
   run.command_line = command_line;
+  run.restart_now = [&command_line](const RestartRequired& restart) {
+    try {
+      restart_to_resume(command_line, restart);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "attnbench: error: %s\n", error.what());
+      std::fflush(nullptr);
+      std::_Exit(kExitEnvironment);
+    }
+  };
   try {
     return run_scenarios(run);
   } catch (const RestartRequired& restart) {

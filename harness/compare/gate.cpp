@@ -67,6 +67,7 @@ CompareInput describe_input(const Json& document, const std::string& path) {
   input.started_at = document["started_at"].get<std::string>();
   input.records = document["records"].size();
   input.complete = document["complete"].get<bool>();
+  if (document.contains("plugins") && document["plugins"].is_array()) input.plugins = document["plugins"];
   input.highest_load = highest_of(document.value("load_average", Json()), std::nullopt);
   if (document.contains("merged_from") && document["merged_from"].is_array()) {
     for (const Json& part : document["merged_from"]) {

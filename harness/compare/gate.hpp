@@ -168,6 +168,9 @@ struct CompareInput {
   std::size_t noisy_records = 0;
   std::vector<std::string> machine_warnings;
   std::string machine_text() const;  // "" when there is nothing to say
+  // The file's "plugins": each library's path, SHA-256 and implementations
+  // with their versions (a build of a plug-in is part of what is compared).
+  nlohmann::ordered_json plugins = nlohmann::ordered_json::array();
 };
 
 struct CompareReport {

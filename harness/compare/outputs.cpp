@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/compare/statistics.hpp"
@@ -352,7 +354,45 @@ Json input_json(const CompareInput& input) {
   return {{"path", escape_invalid_utf8(input.path)}, {"git_revision", input.git_revision}, {"started_at", input.started_at},
           {"records", input.records}, {"complete", input.complete},
           {"highest_load_average", input.highest_load ? Json(*input.highest_load) : Json(nullptr)},
-          {"noisy_records", input.noisy_records}, {"machine_warnings", input.machine_warnings}};
+          {"noisy_records", input.noisy_records}, {"machine_warnings", input.machine_warnings},
+          {"plugins", input.plugins}};
+}
+
+// One plug-in implementation's build on one side: "version 1.0.0, SHA-256 0123456789ab…".
+std::map<std::string, std::string> plugin_builds(const CompareInput& input) {
+  std::map<std::string, std::string> builds;
+  for (const Json& plugin : input.plugins) {
+    const std::string sha256 = plugin["sha256"].get<std::string>();
+    for (const Json& implementation : plugin["implementations"]) {
+      builds[implementation["name"].get<std::string>()] =
+          "version " + implementation["version"].get<std::string>() + ", SHA-256 " + sha256.substr(0, 12) + "…";
+    }
+  }
+  return builds;
+}
+
+// One line per plug-in implementation of either file: which build each side
+// measured, so that a comparison of two builds says so.
+std::vector<std::string> plugin_lines(const CompareReport& report) {
+  const std::map<std::string, std::string> base = plugin_builds(report.base), next = plugin_builds(report.next);
+  std::set<std::string> names;
+  for (const auto& [name, build] : base) names.insert(name);
+  for (const auto& [name, build] : next) names.insert(name);
+  std::vector<std::string> lines;
+  for (const std::string& name : names) {
+    const auto in_base = base.find(name), in_new = next.find(name);
+    if (in_base == base.end() || in_new == next.end()) {
+      const auto& only = in_base == base.end() ? *in_new : *in_base;
+      lines.push_back("plug-in " + name + ": " + only.second + " (" + (in_base == base.end() ? "NEW" : "BASE") +
+                      " only)");
+    } else if (in_base->second == in_new->second) {
+      lines.push_back("plug-in " + name + ": the same build in both (" + in_base->second + ")");
+    } else {
+      lines.push_back("plug-in " + name + ": two builds, " + in_base->second + " (BASE) and " + in_new->second +
+                      " (NEW)");
+    }
+  }
+  return lines;
 }
 
 Json missing_json(const std::vector<MissingCell>& cells) {
@@ -393,6 +433,7 @@ std::string render_compare_terminal(const CompareReport& report) {
   out << "attnbench compare: BASE " << report.base.path << " (git " << report.base.git_revision << "), NEW "
       << report.next.path << " (git " << report.next.git_revision << ")\n"
       << wrapped(settings_text(report));
+  for (const std::string& line : plugin_lines(report)) out << wrapped(line);
   for (const auto& [side, input] : {std::pair{"BASE", &report.base}, std::pair{"NEW", &report.next}}) {
     if (const std::string machine = input->machine_text(); !machine.empty()) {
       out << wrapped(std::string("machine of ") + side + ": " + machine);
@@ -447,6 +488,7 @@ std::string render_compare_markdown(const CompareReport& report) {
   if (const std::string geometric_mean = geometric_mean_text(report); !geometric_mean.empty()) {
     out << "\n" << markdown_text(capitalized(geometric_mean)) << ".\n";
   }
+  for (const std::string& line : plugin_lines(report)) out << "\n" << markdown_text(capitalized(line)) << ".\n";
   for (const auto& [side, input] : {std::pair{"BASE", &report.base}, std::pair{"NEW", &report.next}}) {
     if (const std::string machine = input->machine_text(); !machine.empty()) {
       out << "\nMachine of " << side << ": " << markdown_text(machine) << ".\n";

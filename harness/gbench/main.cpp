@@ -14,9 +14,11 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -24,6 +26,7 @@
 #include "harness/errors.hpp"
 #include "harness/gbench/case_benchmark.hpp"
 #include "harness/host_info.hpp"
+#include "harness/message_text.hpp"
 #include "harness/measure/protocol.hpp"
 #include "harness/plugin/loader.hpp"
 #include "harness/results/interruption.hpp"
@@ -103,6 +106,65 @@ FrontEndOptions take_front_end_flags(int& argc, char** argv) {
   return options;
 }
 
+// The flags Google Benchmark documents (its README and --help, up to 1.9) and
+// ours: the candidates of "did you mean" for a flag neither knows.
+const std::vector<std::string>& known_flags() {
+  static const std::vector<std::string> flags = {
+      "--scenario", "--impl", "--threads", "--plugin", "--help", "--v",
+      "--benchmark_list_tests", "--benchmark_filter", "--benchmark_min_time", "--benchmark_min_warmup_time",
+      "--benchmark_repetitions", "--benchmark_enable_random_interleaving", "--benchmark_report_aggregates_only",
+      "--benchmark_display_aggregates_only", "--benchmark_format", "--benchmark_out", "--benchmark_out_format",
+      "--benchmark_color", "--benchmark_counters_tabular", "--benchmark_context", "--benchmark_time_unit",
+      "--benchmark_perf_counters", "--benchmark_dry_run"};
+  return flags;
+}
+
+// One line per flag Google Benchmark left unrecognized, with the nearest known flag.
+void suggest_flags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument = argv[i];
+    const std::string name(argument.substr(0, argument.find('=')));
+    if (const std::optional<std::string> near = closest_word(name, known_flags())) {
+      std::fprintf(stderr, "%s: %s: did you mean %s?\n", argv[0], name.c_str(), near->c_str());
+    }
+  }
+}
+
+// The linked Google Benchmark's version, (major, minor); (0, 0) when unknown.
+std::pair<int, int> benchmark_version() {
+  int major = 0, minor = 0;
+  std::sscanf(ATTNBENCH_BENCHMARK_VERSION, "%d.%d", &major, &minor);
+  return {major, minor};
+}
+
+// Google Benchmark documents --benchmark_min_time as "<seconds>s" or
+// "<iterations>x" since 1.8; before, it (and --benchmark_min_warmup_time, a
+// number of seconds in every version) takes a bare number of seconds. Against
+// an older library, "0.05s" becomes "0.05" (in `storage`, which outlives
+// argv's use), and "<N>x" is refused with what to write instead.
+void adapt_min_time_flags(int argc, char** argv, std::vector<std::string>& storage) {
+  const bool suffixes = benchmark_version() >= std::pair{1, 8};
+  storage.reserve(static_cast<std::size_t>(argc));
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument = argv[i];
+    for (const std::string_view flag : {"--benchmark_min_time=", "--benchmark_min_warmup_time="}) {
+      if (!argument.starts_with(flag) || argument.size() == flag.size()) continue;
+      const std::string_view value = argument.substr(flag.size());
+      const bool warmup = flag == "--benchmark_min_warmup_time=";
+      if (suffixes && !warmup) break;
+      if (value.back() == 's') {
+        storage.push_back(std::string(flag) + std::string(value.substr(0, value.size() - 1)));
+        argv[i] = storage.back().data();
+      } else if (value.back() == 'x' && !warmup) {
+        throw InputError(std::string(argument) + ": a number of iterations needs Google Benchmark 1.8 or later; "
+                         "this attnbench-gbench is linked against " ATTNBENCH_BENCHMARK_VERSION
+                         ", which takes seconds: --benchmark_min_time=0.05s (or 0.05)");
+      }
+      break;
+    }
+  }
+}
+
 void print_help() {
   std::printf(
       "attnbench-gbench: attnbench scenario cases as Google Benchmark benchmarks\n"
@@ -161,6 +223,8 @@ void register_benchmarks(const std::vector<Scenario>& scenarios, const std::vect
 
 int run(int argc, char** argv) {
   const FrontEndOptions options = take_front_end_flags(argc, argv);
+  std::vector<std::string> adapted_flags;
+  adapt_min_time_flags(argc, argv, adapted_flags);
   const bool listing_only = lists_tests_only(argc, argv);
   std::string out_path;  // --benchmark_out, which Google Benchmark does not report back
   for (int i = 1; i < argc; ++i) {
@@ -168,11 +232,16 @@ int run(int argc, char** argv) {
     if (argument.rfind("--benchmark_out=", 0) == 0) out_path = argument.substr(std::string("--benchmark_out=").size());
   }
   benchmark::Initialize(&argc, argv, print_help);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return kExitBadInput;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    suggest_flags(argc, argv);
+    return kExitBadInput;
+  }
   if (options.scenario_paths.empty()) throw InputError("no scenario: give --scenario=FILE (see --help)");
   load_plugins(options.plugin_paths);
 
-  const std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  const std::vector<Scenario> scenarios = load_scenarios(
+      options.scenario_paths,
+      options.implementations.empty() ? ImplementationNames::registered : ImplementationNames::any);
   const int threads = options.threads > 0 ? options.threads : available_cpus().count;
   gbench::CaseBenchmarks benchmarks(threads);
   register_benchmarks(scenarios, options.implementations, listing_only, benchmarks);

@@ -1,6 +1,7 @@
 #include "harness/measure/session.hpp"
 
 #include "harness/format.hpp"
+#include "harness/measure/buffer_guards.hpp"
 #include "harness/measure/openmp_threads.hpp"
 #include "harness/measure/trace.hpp"
 
@@ -168,6 +169,7 @@ std::optional<ByteCount> ImplementationSession::checked_call() {
        {&buffers_.out, &buffers_.lse, &buffers_.d_q, &buffers_.d_k, &buffers_.d_v, &buffers_.workspace}) {
     if (poisoned->elements) backend_.fill_with_nan(*poisoned);
   }
+  const BufferGuards guards(backend_, arena_);
   traffic_.reset();
   call_checks_ = implementation_.make_checked_call(p, buffers_, context_, [&] {
     implementation_.forward(p, buffers_, context_);
@@ -175,6 +177,15 @@ std::optional<ByteCount> ImplementationSession::checked_call() {
     if (has_backward(p.direction)) implementation_.backward(p, buffers_, context_);
   });
   backend_.synchronize();
+  std::string written;
+  for (const std::string& violation : guards.violations(buffers_, data_.inputs())) {
+    written += (written.empty() ? "" : "; ") + violation;
+  }
+  if (!written.empty()) {
+    const std::string failure =
+        "guard check: " + std::string(implementation_.name()) + "'s checked call wrote where it must not: " + written;
+    call_checks_.failure = call_checks_.failure.empty() ? failure : call_checks_.failure + "; " + failure;
+  }
   if (!implementation_.counts_traffic()) return std::nullopt;
   return ByteCount{static_cast<double>(traffic_.read_bytes()), static_cast<double>(traffic_.write_bytes())};
 }

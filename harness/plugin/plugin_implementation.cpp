@@ -123,8 +123,9 @@ void PluginImplementation::backward(const Problem& problem, const AttentionBuffe
   call(descriptor_.backward, "backward", problem, buffers, context);
 }
 
-Json PluginImplementation::configuration(const Problem&, const ExecutionContext& context) const {
-  Json configuration{{"algorithm", algorithm_name()}};
+Json PluginImplementation::configuration(const Problem& problem, const ExecutionContext& context) const {
+  // The output dtype the plug-in chose: it changes the memory and the error.
+  Json configuration{{"algorithm", algorithm_name()}, {"output_dtype", element_type_name(output_type(problem))}};
   if (!descriptor_.configuration.empty()) configuration["plugin"] = descriptor_.configuration;
   if (!on_cuda()) configuration["threads"] = context.thread_count();
   return configuration;

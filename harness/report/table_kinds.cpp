@@ -85,14 +85,29 @@ const Json& MergedResults::document_of(const RecordRef& ref) const {
   throw std::logic_error("a record of no source");
 }
 
-MergedResults load_merged_results(const std::vector<std::string>& paths, OracleRecords oracle) {
+MergedResults load_merged_results(const std::vector<std::string>& paths, OracleRecords oracle,
+                                  const std::vector<std::string>& labels) {
+  if (!labels.empty() && labels.size() != paths.size()) {
+    throw InputError("--label: " + std::to_string(labels.size()) + " labels for " + std::to_string(paths.size()) +
+                     " results files; give one per file, in the files' order");
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty() || std::find(labels.begin(), labels.begin() + i, labels[i]) != labels.begin() + i) {
+      throw InputError("--label " + quote(labels[i]) + ": labels must be non-empty and differ from each other");
+    }
+  }
   std::vector<ResultsSource> sources;
   std::vector<Diagnostic> diagnostics;
-  for (const std::string& path : paths) {
+  for (std::size_t i = 0; i < paths.size(); ++i) {
     try {
-      sources.push_back({path, load_results_file(path)});
+      sources.push_back({paths[i], load_results_file(paths[i])});
     } catch (const InputError& error) {
       diagnostics.insert(diagnostics.end(), error.diagnostics().begin(), error.diagnostics().end());
+      continue;
+    }
+    if (labels.empty()) continue;
+    for (Json& record : sources.back().document["records"]) {
+      record["implementation"] = record["implementation"].get<std::string>() + "@" + labels[i];
     }
   }
   if (!diagnostics.empty()) throw InputError(diagnostics);

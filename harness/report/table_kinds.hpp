@@ -62,7 +62,11 @@ class MergedResults {
 };
 
 // Reads and merges results files; throws InputError naming the file on a bad one.
-MergedResults load_merged_results(const std::vector<std::string>& paths, OracleRecords oracle = OracleRecords::keep);
+// With `labels` (one per file, `report --label`), each file's implementations
+// are named NAME@LABEL, so that two builds of one implementation (of a
+// plug-in, of attnbench) stand side by side instead of clashing.
+MergedResults load_merged_results(const std::vector<std::string>& paths, OracleRecords oracle = OracleRecords::keep,
+                                  const std::vector<std::string>& labels = {});
 
 struct ReportOptions {
   // The implementation speedups and memory reductions are relative to; empty:

@@ -3,12 +3,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/errors.hpp"
 #include "harness/results/journal.hpp"
 
 namespace attnbench {
@@ -27,7 +29,32 @@ int descriptor = -1;
 char rest_prefix[kLineCapacity];  // "seq":N,"crashed":{...,"signal":
 std::size_t rest_prefix_length = 0;
 std::uint32_t prefix_crc = 0;  // crc32c of the run id and rest_prefix
+// The message to stderr: message_head + the signal's name + message_tail.
+char message_head[kLineCapacity];
+std::size_t message_head_length = 0;
+char message_tail[kLineCapacity];
+std::size_t message_tail_length = 0;
 struct sigaction previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
+
+// A fatal signal's name and what it usually means (strsignal is not
+// async-signal-safe).
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV, a segmentation fault";
+    case SIGBUS: return "SIGBUS, a bus error";
+    case SIGILL: return "SIGILL, an illegal instruction";
+    case SIGFPE: return "SIGFPE, an arithmetic error";
+    case SIGABRT: return "SIGABRT, an abort";
+    default: return "a fatal signal";
+  }
+}
+
+// Copies `text` into `buffer` when it fits; returns its length, or 0.
+std::size_t prepare(char* buffer, const std::string& text) {
+  if (text.size() > kLineCapacity) return 0;
+  std::memcpy(buffer, text.data(), text.size());
+  return text.size();
+}
 bool installed = false;
 
 // Appends `text` (of `length` bytes) to `line` at `at`; returns the new end.
@@ -59,6 +86,13 @@ void on_fatal_signal(int signal) {
     line[length++] = '\n';
     const ssize_t written = write(descriptor, line, length);
     static_cast<void>(written);
+    if (message_head_length > 0 && message_tail_length > 0) {
+      const char* name = signal_name(signal);
+      const ssize_t parts[] = {write(STDERR_FILENO, message_head, message_head_length),
+                               write(STDERR_FILENO, name, std::strlen(name)),
+                               write(STDERR_FILENO, message_tail, message_tail_length)};
+      static_cast<void>(parts);
+    }
   }
   for (std::size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
     if (kFatalSignals[i] == signal) sigaction(signal, &previous[i], nullptr);
@@ -87,7 +121,15 @@ void install_handlers() {
 }  // namespace
 
 CrashNote::CrashNote(int journal_descriptor, const std::string& run_id, std::uint64_t seq,
-                     const std::string& scenario, const std::string& case_key, const std::string& implementation) {
+                     const std::string& scenario, const std::string& case_key, const std::string& implementation,
+                     const std::string& results_path)
+    : descriptor_(journal_descriptor),
+      run_id_(run_id),
+      scenario_(scenario),
+      case_key_(case_key),
+      implementation_(implementation),
+      results_path_(results_path),
+      seq_(seq) {
   install_handlers();
   const std::string entry = nlohmann::ordered_json{{"seq", seq},
                                                    {"crashed", {{"scenario", scenario},
@@ -103,9 +145,31 @@ CrashNote::CrashNote(int journal_descriptor, const std::string& run_id, std::uin
   rest_prefix_length = rest.size();
   prefix_crc = crc32c(rest, crc32c(run_id));
   descriptor = journal_descriptor;
+  message_head_length = prepare(message_head, "\nattnbench: " + implementation + " crashed the process in case " +
+                                                  scenario + "/" + case_key + " (");
+  message_tail_length =
+      prepare(message_tail, "). The cases finished before it are saved in " + journal_path(results_path) +
+                                "; go on with the same command and -o " + results_path +
+                                " --resume: this case is then recorded as failed and the run continues with the "
+                                "next.\n");
   armed = 1;
 }
 
 CrashNote::~CrashNote() { armed = 0; }
+
+void CrashNote::note_timeout(double limit_seconds) {
+  armed = 0;
+  const std::string line =
+      journal_line(nlohmann::ordered_json{{"seq", seq_},
+                                          {"crashed", {{"scenario", scenario_},
+                                                       {"case_key", case_key_},
+                                                       {"implementation", implementation_},
+                                                       {"timeout_seconds", limit_seconds}}}},
+                   run_id_);
+  if (write(descriptor_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      fdatasync(descriptor_) != 0) {
+    throw FileWriteError(journal_path(results_path_), std::strerror(errno));
+  }
+}
 
 }  // namespace attnbench

@@ -88,11 +88,14 @@ const JsonSchema& header_schema() {
   return schema;
 }
 
-// A "crashed" entry's content: {"scenario", "case_key", "implementation", "signal"}.
+// A "crashed" entry's content: {"scenario", "case_key", "implementation", and
+// "signal" (the process died of it) or "timeout_seconds" (a call passed the
+// host call limit and the process restarted)}.
 bool is_crash_entry(const Json& crash) {
-  if (!crash.is_object() || crash.size() != 4 || !crash.contains("signal") || !crash["signal"].is_number_integer()) {
-    return false;
-  }
+  if (!crash.is_object() || crash.size() != 4) return false;
+  const bool signal = crash.contains("signal") && crash["signal"].is_number_integer();
+  const bool timeout = crash.contains("timeout_seconds") && crash["timeout_seconds"].is_number();
+  if (!signal && !timeout) return false;
   for (const char* key : {"scenario", "case_key", "implementation"}) {
     if (!crash.contains(key) || !crash[key].is_string()) return false;
   }

@@ -5,7 +5,8 @@
 //   its start time and identity. Each later line is one entry,
 //   {"record": {...}}, {"device": {...}}, or {"crashed": {"scenario",
 //   "case_key", "implementation", "signal"}}, written by a fatal-signal
-//   handler when the process crashed in a case (harness/results/crash_note.hpp).
+//   handler when the process crashed in a case, or with "timeout_seconds" for
+//   "signal" when a host call passed its limit (harness/results/crash_note.hpp).
 // - Every line carries a sequence number (`seq`: 0 for the header, then 1, 2,
 //   ...) and a CRC-32C over the run id and the rest of the line, so an entry
 //   that was edited, damaged, moved, or copied from another run's journal is
@@ -49,7 +50,8 @@ struct JournalContents {
   nlohmann::ordered_json header;
   std::vector<nlohmann::ordered_json> devices;
   std::vector<nlohmann::ordered_json> records;
-  std::vector<nlohmann::ordered_json> crashes;  // {"scenario", "case_key", "implementation", "signal"}
+  // {"scenario", "case_key", "implementation", "signal" or "timeout_seconds"}
+  std::vector<nlohmann::ordered_json> crashes;
   std::size_t entries = 0;  // whole entry lines (records, devices, crashes), numbered 1..entries
   bool torn_tail = false;   // the last line was cut short by a kill during its write, and ignored
 };

@@ -248,6 +248,7 @@ ResumedRecords ResultsOutput::continue_saved_run(ResultsDocument& document, cons
       if (!document.has_record(crash["scenario"].get<std::string>(), crash["case_key"].get<std::string>(),
                                crash["implementation"].get<std::string>())) {
         crashes_.push_back(crash);
+        if (crash.contains("timeout_seconds")) ++resumed.timeouts;
       }
     }
   }
@@ -260,17 +261,17 @@ std::unique_ptr<CrashNote> ResultsOutput::note_crashes_in(const std::string& sce
                                                           const std::string& implementation) {
   std::lock_guard<std::mutex> guard(mutex_);
   return std::make_unique<CrashNote>(journal_->descriptor(), journal_->run_id(), journal_->next_seq(), scenario,
-                                     case_key, implementation);
+                                     case_key, implementation, path_);
 }
 
-int ResultsOutput::crashed_in(const std::string& scenario, const std::string& case_key,
-                              const std::string& implementation) const {
+const Json* ResultsOutput::crashed_in(const std::string& scenario, const std::string& case_key,
+                                      const std::string& implementation) const {
   for (const Json& crash : crashes_) {
     if (crash["scenario"] == scenario && crash["case_key"] == case_key && crash["implementation"] == implementation) {
-      return crash["signal"].get<int>();
+      return &crash;
     }
   }
-  return 0;
+  return nullptr;
 }
 
 void ResultsOutput::start(ResultsDocument document) {

@@ -56,6 +56,7 @@ struct ResumedRecords {
   std::size_t from_journal = 0;
   std::size_t journal_entries = 0;  // whole entry lines: records, devices and crashes
   std::size_t crashes = 0;          // "crashed" entries without a record: recorded as failed, not run again
+  std::size_t timeouts = 0;         // those of them noting a call past the call limit
   bool torn_tail = false;           // the journal's last line was cut short and ignored
 };
 
@@ -113,9 +114,11 @@ class ResultsOutput {
   // (scenario, case_key, implementation) (harness/results/crash_note.hpp).
   std::unique_ptr<CrashNote> note_crashes_in(const std::string& scenario, const std::string& case_key,
                                              const std::string& implementation);
-  // The signal the run this one resumes crashed of while `implementation` ran
-  // the case (a "crashed" entry of its journal, with no record), or 0.
-  int crashed_in(const std::string& scenario, const std::string& case_key, const std::string& implementation) const;
+  // The "crashed" entry of the journal of the run this one resumes for
+  // `implementation` in the case, when it has no record (the process died of
+  // its "signal", or restarted after its "timeout_seconds"), or nullptr.
+  const nlohmann::ordered_json* crashed_in(const std::string& scenario, const std::string& case_key,
+                                           const std::string& implementation) const;
   // A finished case: journaled (one synced write), then added to the document.
   // Throws FileWriteError, and then the records are not added.
   void add_case(std::vector<nlohmann::ordered_json> records);

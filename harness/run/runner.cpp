@@ -213,20 +213,27 @@ struct ProfileSettings {
 constexpr double kMemoryOnlyCallSeconds = 20;
 
 // The reason of a record whose device work did not finish within the wait
-// limit (DeviceTimeout) starts with this, as does that of each later case of
-// the implementation, which the run records without running.
+// limit (DeviceTimeout), or whose host call did not return within the call
+// limit, starts with this, as does that of each later case of the
+// implementation, which the run records without running.
 constexpr std::string_view kTimeoutReason = "timeout: ";
 
 class ScenarioRunner {
  public:
+  // `restart(why)` restarts the process to resume the run, from the call
+  // limit's watchdog thread; it does not return.
   ScenarioRunner(int threads, ProfileSettings profile, bool memory_only, ResultsOutput& results, CaseDumper& dumper,
-                 std::optional<double> host_gemm_rate)
+                 std::optional<double> host_gemm_rate, double call_limit_seconds,
+                 std::function<void(const std::string& why)> restart)
       : threads_(threads),
         profile_(profile),
         memory_only_(memory_only),
         results_(results),
         dumper_(dumper),
-        estimator_(host_gemm_rate) {
+        estimator_(host_gemm_rate),
+        call_limit_seconds_(call_limit_seconds),
+        restart_(std::move(restart)),
+        watchdog_([this](const std::string& what, double limit) { restart_after_timeout(what, limit); }) {
     // A resumed run knows its timeouts from the records it continues.
     for (const Json& record : results_.document().json()["records"]) {
       const auto reason = record.find("reason");
@@ -258,29 +265,39 @@ class ScenarioRunner {
       const TraceRange implementation_range(std::string(implementation->name()));
       Json record = base_record(planned, case_index, *implementation);
       const std::string name(implementation->name());
-      if (const int signal = results_.crashed_in(scenario.name, scenario_case.key, name)) {
+      if (const Json* crash = results_.crashed_in(scenario.name, scenario_case.key, name)) {
         record["status"] = "failed";
-        record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
-                           strsignal(signal) + ") while " + name +
-                           " ran, in the run --resume continued; it is recorded as failed instead of being run again";
+        if (crash->contains("timeout_seconds")) {
+          record["reason"] = std::string(kTimeoutReason) + name + " did not return from a call of this case within " +
+                             format_seconds((*crash)["timeout_seconds"].get<double>()) +
+                             " (--call-limit) in the run --resume continued, which restarted itself; it is recorded "
+                             "as failed instead of being run again";
+          timed_out_in_.emplace(name, scenario.name + "/" + scenario_case.key);
+        } else {
+          const int signal = (*crash)["signal"].get<int>();
+          record["reason"] = "the process died in this case of signal " + std::to_string(signal) + " (" +
+                             strsignal(signal) + ") while " + name +
+                             " ran, in the run --resume continued; it is recorded as failed instead of being run "
+                             "again";
+        }
         records.push_back(std::move(record));
         continue;
       }
       if (const auto timed_out = timed_out_in_.find(name); timed_out != timed_out_in_.end()) {
         record["status"] = "failed";
         record["reason"] = std::string(kTimeoutReason) + "not run: " + name + "'s case " + timed_out->second +
-                           " did not finish within the device wait limit earlier in this run, so none of its later "
-                           "cases are run";
+                           " did not finish within its time limit (the device wait limit or --call-limit) earlier "
+                           "in this run, so none of its later cases are run";
         records.push_back(std::move(record));
         continue;
       }
-      const std::unique_ptr<CrashNote> crash_note = results_.note_crashes_in(scenario.name, scenario_case.key, name);
+      crash_note_ = results_.note_crashes_in(scenario.name, scenario_case.key, name);
       const int calls = memory_only_ ? 1 : minimum_calls(planned.measure);
       const std::string kind = rate_kind(std::string(implementation->name()), scenario_case.problem);
       const bool on_host = implementation->device() == "cpu";
       const double flops = flop_count(scenario_case.problem).total;
       // Only for a case that runs: a small case of one that crashed or timed out before would meet the same.
-      if (on_host) measure_small_case(*implementation, scenario, scenario_case.problem, calls, progress);
+      if (on_host) measure_small_case(*implementation, scenario, scenario_case.problem, calls, label, progress);
       const std::optional<CaseEstimate> estimate = estimator_.estimate(kind, on_host, flops, calls);
       if (estimate && !memory_only_) progress.expect_remaining(estimate->seconds);
       // (--memory-only plans a call that long instead of making it.)
@@ -295,6 +312,7 @@ class ScenarioRunner {
         std::unique_ptr<ImplementationSession> session;
         if (not_run.empty()) {
           const TraceRange setup_range("setup");
+          const CallWatchdog::Scope watched = watch(*implementation, "set-up (supports, workspace_bytes)", label);
           session = ImplementationSession::open(*implementation, data, threads_, skip_reason);
         }
         if (!not_run.empty()) {
@@ -322,6 +340,7 @@ class ScenarioRunner {
         record["status"] = "failed";
         record["reason"] = std::string("error: ") + error.what();
       }
+      crash_note_.reset();
       if (checked) accuracy.emplace_back(implementation, std::move(*checked));
       records.push_back(std::move(record));
       if (context_lost_) break;  // nothing more can run in this process
@@ -399,8 +418,12 @@ class ScenarioRunner {
     progress.set_phase("check");
     Checked checked;
     const auto start = std::chrono::steady_clock::now();
-    if (const std::optional<ByteCount> counted = session.checked_call()) {
-      record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+    {
+      const CallWatchdog::Scope watched =
+          watch(implementation, "checked call", scenario.name + "#" + std::to_string(case_index));
+      if (const std::optional<ByteCount> counted = session.checked_call()) {
+        record["traffic"]["counted"] = bytes_json(counted->read, counted->write);
+      }
     }
     checked.call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const CallChecks& checks = session.call_checks();
@@ -454,7 +477,7 @@ class ScenarioRunner {
   // untimed call, then one timed. Whatever fails here, the case itself will
   // meet and record; the estimate then falls back on the GEMM rate.
   void measure_small_case(Implementation& implementation, const Scenario& scenario, const Problem& problem, int calls,
-                          Progress& progress) {
+                          const std::string& label, Progress& progress) {
     const std::string kind = rate_kind(std::string(implementation.name()), problem);
     if (!estimator_.needs_small_case(kind, flop_count(problem).total, calls)) return;
     if (!small_cases_tried_.insert(kind).second) return;
@@ -462,6 +485,7 @@ class ScenarioRunner {
     if (!small) return;
     progress.set_phase("its rate on a small case");
     try {
+      const CallWatchdog::Scope watched = watch(implementation, "calls on a small case of the same kind", label);
       CaseData data(*small, scenario.accuracy, threads_);
       std::string skip_reason;
       const std::unique_ptr<ImplementationSession> session =
@@ -550,10 +574,15 @@ class ScenarioRunner {
     const Json clocks_before = session.backend().read_clocks();
     const HostActivityProbe host_probe;
     const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
-    const Measurement measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
-      progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
-                                      : "sample " + std::to_string(samples) + of_samples);
-    });
+    const Measurement measurement = [&] {
+      const CallWatchdog::Scope watched =
+          watch(implementation, "warm-up and timed calls", scenario.name + "#" + std::to_string(case_index));
+      return session.measure(planned.measure, [&](int warmup_calls, int samples) {
+        watched.beat();  // between calls, outside the timed samples
+        progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
+                                        : "sample " + std::to_string(samples) + of_samples);
+      });
+    }();
     const Json clocks_after = session.backend().read_clocks();
     const HostActivity host_activity = host_probe.finish();
     const NoiseAssessment noise = assess_noise(measurement.samples_seconds, host_activity);
@@ -649,6 +678,30 @@ class ScenarioRunner {
     dumper_.write(scenario.name, case_index, key, name, "dV", host.d_v.buffer, tensor_shape(p, p.seqlen_k, p.kv_heads), layout);
   }
 
+  // The call limit's scope for calls of `implementation` (`calls`, in case
+  // `label`): host implementations only (a GPU's waits have their own limit).
+  CallWatchdog::Scope watch(const Implementation& implementation, const std::string& calls, const std::string& label) {
+    const bool on_host = implementation.device() == "cpu";
+    return CallWatchdog::Scope(on_host ? &watchdog_ : nullptr,
+                               std::string(implementation.name()) + "'s " + calls + " in case " + label,
+                               call_limit_seconds_);
+  }
+
+  // On the watchdog's thread, while the run's thread is stuck in the call:
+  // the timeout goes in the journal, and the process restarts to resume.
+  void restart_after_timeout(const std::string& what, double limit_seconds) {
+    const std::string why = what + " did not return within " + format_seconds(limit_seconds) +
+                            " (--call-limit): recorded as a timeout; continuing in a new process";
+    try {
+      crash_note_->note_timeout(limit_seconds);
+    } catch (const FileWriteError& failure) {
+      std::fprintf(stderr, "\nattnbench: error: %s, but the journal could not note it: %s\n", why.c_str(),
+                   failure.what());
+      std::_Exit(kExitEnvironment);
+    }
+    restart_(why);
+  }
+
   int threads_;
   ProfileSettings profile_;
   bool memory_only_;
@@ -657,6 +710,10 @@ class ScenarioRunner {
   CaseDumper& dumper_;
   CaseTimeEstimator estimator_;
   std::set<std::string> small_cases_tried_;    // the kinds measure_small_case ran (or could not run) a small case of
+  double call_limit_seconds_;
+  std::function<void(const std::string&)> restart_;
+  std::unique_ptr<CrashNote> crash_note_;  // of the implementation and case running now
+  CallWatchdog watchdog_;                  // last: its thread uses the members above
   bool context_lost_ = false;
   // Implementation -> "<scenario>/<case key>" of its case whose device work
   // did not finish within the wait limit earlier in this run (in a process
@@ -863,9 +920,14 @@ void print_resume_note(const ResultsOutput& output, const ResumedRecords& resume
   if (resumed.journal_entries > 0) note += " (entries 1-" + std::to_string(resumed.journal_entries) + ", in sequence)";
   note += "; " + std::to_string(total_cases - cases_done) + " of " + std::to_string(total_cases) +
           " cases have no record in either and run now";
-  if (resumed.crashes > 0) {
-    note += "; " + count_of(resumed.crashes, "implementation") + " crashed the process in a case before and " +
-            (resumed.crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  if (const std::size_t crashes = resumed.crashes - resumed.timeouts; crashes > 0) {
+    note += "; " + count_of(crashes, "implementation") + " crashed the process in a case before and " +
+            (crashes == 1 ? "is" : "are") + " recorded as failed there, not run again";
+  }
+  if (resumed.timeouts > 0) {
+    note += "; " + count_of(resumed.timeouts, "implementation") +
+            " did not return from a call within --call-limit in a case before and " +
+            (resumed.timeouts == 1 ? "is" : "are") + " recorded as failed (timeout) there, not run again";
   }
   if (resumed.torn_tail) {
     note += "; the journal's last line was cut short (the run was killed while writing it) and is ignored, so its "
@@ -890,7 +952,11 @@ std::string record_counts(const Json& records) {
 
 int run_scenarios(const RunOptions& options) {
   // Everything that can be wrong with the request is found before any output.
-  std::vector<Scenario> scenarios = load_scenarios(options.scenario_paths);
+  // --impl replaces the scenarios' lists: a scenario naming a plug-in that is
+  // not loaded runs with the implementations --impl names.
+  std::vector<Scenario> scenarios = load_scenarios(
+      options.scenario_paths,
+      options.implementations.empty() ? ImplementationNames::registered : ImplementationNames::any);
   scenarios.insert(scenarios.end(), options.built_scenarios.begin(), options.built_scenarios.end());
   const std::optional<Regex> filter = case_filter(options.filter);
   const CpuAvailability cpus = available_cpus();
@@ -986,9 +1052,21 @@ int run_scenarios(const RunOptions& options) {
     throw EnvironmentError(std::string(failure.what()) + "; nothing was run");
   }
 
+  // After a host call past the call limit (from the watchdog's thread, the
+  // run's own stuck in the call): the journal holds every finished case.
+  const auto restart = [&](const std::string& why) {
+    if (options.interactive) std::fputs("\r\033[K", stderr);
+    output.keep_lock_across_exec();
+    dumper.keep_lock_across_exec();
+    const RestartRequired restart_required(why, output.path());
+    if (options.restart_now) options.restart_now(restart_required);
+    std::fprintf(stderr, "\nattnbench: %s; continue with -o %s --resume\n", why.c_str(), output.path().c_str());
+    std::fflush(nullptr);
+    std::_Exit(kExitGateFailed);
+  };
   ScenarioRunner runner(threads, ProfileSettings{options.profile, options.profile_kernels}, options.memory_only, output,
-                        dumper,
-                        calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt);
+                        dumper, calibration ? std::optional<double>(calibration->gemm_flops_per_second) : std::nullopt,
+                        options.call_limit_seconds, restart);
   Progress progress(total_cases, options.interactive);
   std::size_t number = 0;
   for (const PlannedScenario& planned : plan) {

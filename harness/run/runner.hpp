@@ -7,11 +7,14 @@
 // journal the case's records (harness/results/output.hpp).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "harness/errors.hpp"
 #include "harness/measure/protocol.hpp"
+#include "harness/run/call_watchdog.hpp"
 #include "harness/scenario/scenario.hpp"
 #include "harness/run/shard.hpp"
 
@@ -35,6 +38,12 @@ struct RunOptions {
   bool check_machine = false;                // --check-machine: print the machine check before the run
   bool memory_only = false;                  // --memory-only: no timing; memory measured by one checked call or planned
   bool interactive = false;                  // stderr is a terminal
+  // --call-limit: seconds a call of a host implementation may take (0: no limit)
+  double call_limit_seconds = kDefaultCallLimitSeconds;
+  // Restarts the process to resume the run RestartRequired names, at once, from
+  // any thread (the call limit's watchdog): never returns. Empty: the run
+  // prints why and exits with kExitGateFailed instead.
+  std::function<void(const RestartRequired&)> restart_now;
   std::vector<std::string> command_line;
 };
 
@@ -42,7 +51,11 @@ struct RunOptions {
 // InputError / EnvironmentError before writing anything when the request is
 // bad, EnvironmentError (saying where the finished records are) when a write
 // fails mid-run, and RestartRequired after a lost device context. On SIGINT or
-// SIGTERM it saves the finished cases and ends the process (130, 143).
+// SIGTERM it saves the finished cases and ends the process (130, 143). A host
+// call past the call limit is noted in the journal and the run restarts at
+// once through `restart_now` (harness/run/call_watchdog.hpp); the resumed run
+// records that case as failed ("timeout: …") and the implementation's later
+// cases as not run, as after a GPU wait past its limit.
 int run_scenarios(const RunOptions& options);
 
 }  // namespace attnbench

@@ -620,7 +620,7 @@ bool is_json_schema(const nlohmann::ordered_json& document) {
   return uri.rfind("https://json-schema.org/", 0) == 0 || uri.rfind("http://json-schema.org/", 0) == 0;
 }
 
-std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths) {
+std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths, ImplementationNames implementations) {
   std::vector<ScenarioFile> files;
   std::map<std::string, std::string> names;  // scenario name -> the file that uses it first
   for (const auto& path : paths) {
@@ -630,7 +630,7 @@ std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& pa
     if (!read_text_file(path, text, file.problems)) continue;
     std::vector<Diagnostic> syntax;  // parse_scenario reports them
     file.json_schema = is_json_schema(parse_json_document(text, path, syntax));
-    file.scenario = parse_scenario(text, path, file.problems);
+    file.scenario = parse_scenario(text, path, file.problems, implementations);
     if (!file.problems.empty()) continue;
     const auto [existing, inserted] = names.emplace(file.scenario.name, path);
     if (!inserted) {
@@ -641,10 +641,10 @@ std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& pa
   return files;
 }
 
-std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths) {
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths, ImplementationNames names) {
   std::vector<Diagnostic> diagnostics;
   std::vector<Scenario> scenarios;
-  for (ScenarioFile& file : load_scenario_files(paths)) {
+  for (ScenarioFile& file : load_scenario_files(paths, names)) {
     diagnostics.insert(diagnostics.end(), file.problems.begin(), file.problems.end());
     if (file.problems.empty()) scenarios.push_back(std::move(file.scenario));
   }

@@ -37,7 +37,7 @@ const nlohmann::ordered_json& scenario_schema();
 
 // Whether the implementations a scenario names must be registered here (to
 // run it), or may be any (to re-expand a saved scenario whose plug-ins are not
-// loaded).
+// loaded, or when --impl replaces the scenario's list).
 enum class ImplementationNames { registered, any };
 
 // Parses, validates and expands one scenario document. Problems are appended to
@@ -60,10 +60,12 @@ struct ScenarioFile {
 
 // Loads every file on its own (a scenario name used by an earlier file is a
 // problem of the later one).
-std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths);
+std::vector<ScenarioFile> load_scenario_files(const std::vector<std::string>& paths,
+                                              ImplementationNames names = ImplementationNames::registered);
 
 // Loads every file; throws InputError listing every problem in every file (a
 // JSON Schema given as a scenario file is one).
-std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths);
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths,
+                                     ImplementationNames names = ImplementationNames::registered);
 
 }  // namespace attnbench

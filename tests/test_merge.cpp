@@ -253,6 +253,13 @@ TEST(Merge, DifferentScenariosAreRefusedUnlessAllowed) {
             std::string::npos)
       << input_error(hot_and_cold);
 
+  std::vector<MergeInput> other_method = three_shards();
+  other_method[1].document["scenarios"][0]["measure"]["timing"] = Json::array({"graph"});
+  EXPECT_NE(input_error(other_method).find("part-2.json: scenarios: scenario \"tiny\" differs from part-1.json's in "
+                                           "measure.timing"),
+            std::string::npos)
+      << input_error(other_method);
+
   std::vector<MergeInput> renamed = three_shards();
   renamed[1].document["scenarios"][0] = scenario_entry("other");
   for (Json& r : renamed[1].document["records"]) r["scenario"] = "other";

@@ -283,7 +283,7 @@ Measurement ImplementationSession::measure_calls(const MeasureSettings& settings
 Measurement ImplementationSession::measure_graph(const MeasureSettings& settings,
                                                  const std::function<void(int, int)>& call_done) {
   const int calls = settings.graph_calls;
-  const bool cold = settings.cold_cache;
+  const bool cold = settings.cold_cache && backend_.cache_flush_bytes() > 0;  // a device with a cache to flush
   if (cold) backend_.flush_cache();  // its scratch buffer is allocated here, outside the capture
   backend_.synchronize();
   const std::unique_ptr<CapturedCalls> graph = backend_.capture([&] {

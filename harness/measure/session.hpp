@@ -130,7 +130,7 @@ class ImplementationSession {
   Measurement measure_calls(const MeasureSettings& settings, SampleTimer& timer,
                             const std::function<void(int, int)>& call_done);
   // Timing "graph": settings.graph_calls calls (each after a flush when
-  // cold) captured into one graph; a sample is one launch, and the time per
+  // cold and the device has a cache to flush) captured into one graph; a sample is one launch, and the time per
   // call subtracts a flush-only graph of the same shape.
   Measurement measure_graph(const MeasureSettings& settings, const std::function<void(int, int)>& call_done);
 

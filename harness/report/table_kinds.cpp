@@ -1091,7 +1091,7 @@ Table timing_table(const MergedResults& results, const ReportOptions& options) {
     return cells;
   });
   table.notes.push_back(
-      "Method (docs/design.md §4): events, CUDA events around one call; cupti, the merged device time of the call's "
+      "Method (docs/design.md §4.1): events, CUDA events around one call; cupti, the merged device time of the call's "
       "own kernels (CUPTI activity records), with the events time of the same calls beside it and the launch "
       "overhead, the median of events minus kernel time; graph, the time per call of a CUDA graph of several calls, "
       "less the flush-only graph's time per call (flush/call).");

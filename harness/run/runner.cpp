@@ -875,7 +875,6 @@ void print_resume_note(const ResultsOutput& output, const ResumedRecords& resume
   std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
 }
 
-// "24 records: 20 ok, 3 skipped, 1 failed"
 // What the devices of `planned`'s available implementations cannot give, found
 // before the run: a timing order none of whose methods a device gives (with
 // each method's reason), and a cold cache whose flush cannot evict the
@@ -942,6 +941,7 @@ class ClockLocks {
   std::vector<Backend*> tried_;
 };
 
+// "24 records: 20 ok, 3 skipped, 1 failed"
 std::string record_counts(const Json& records) {
   std::map<std::string, std::size_t> by_status;
   for (const auto& record : records) ++by_status[record["status"].get<std::string>()];

@@ -102,6 +102,15 @@ TEST_F(CliTiming, AMethodNoDeviceOfTheRunGivesIsRefusedBeforeAnythingIsWritten) 
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("\"kernel\" is no timing method (events, cupti, graph)"), std::string::npos)
       << unknown.output;
+  const CommandResult twice = run_attnbench("run " + scenario().string() + " --timing graph,graph -o " + output.string());
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("names graph twice"), std::string::npos) << twice.output;
+  const fs::path doubled = write("doubled.json", R"({"name": "doubled", "description": "a method twice",
+      "defaults": {"batch": 1, "heads": 1, "seqlen": 16, "head_dim": 16}, "cases": [{}],
+      "measure": {"timing": ["cupti", "events", "cupti"]}})");
+  const CommandResult validate = run_attnbench("validate " + doubled.string());
+  EXPECT_EQ(validate.exit_code, 2) << validate.output;
+  EXPECT_NE(validate.output.find("measure.timing: names \"cupti\" twice"), std::string::npos) << validate.output;
   const CommandResult host = run_attnbench("run " + scenario().string() +
                                            " --impl cpu.flash --timing graph --threads 2 -o " + output.string());
   EXPECT_EQ(host.exit_code, 2) << host.output;

@@ -101,15 +101,10 @@ class CuptiKernelTimer final : public SampleTimer {
     events_->start();
   }
   double stop() override {
-    double events_seconds = 0;
-    try {
-      events_seconds = events_->stop();
-    } catch (...) {
-      cupti_.cuptiActivityPopExternalCorrelationId(kSampleKind, nullptr);
-      throw;
-    }
+    // The call's launches are all made: the end event and the wait for it
+    // (whose polling makes API records too) belong to no sample.
     ATTNBENCH_CUPTI_CALL(cupti_, cuptiActivityPopExternalCorrelationId, kSampleKind, nullptr);
-    last_events_ = events_seconds;
+    last_events_ = events_->stop();
     // Outside the timed region: the call's work is finished.
     ATTNBENCH_CUPTI_CALL(cupti_, cuptiActivityFlushAll, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::size_t dropped = 0;

@@ -8,16 +8,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "harness/machine_check.hpp"
 
 #include "harness/implementation.hpp"
 #include "harness/common/device_profiler.hpp"
+#include "harness/common/measure_settings.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnbench {
@@ -31,6 +34,23 @@ class SampleTimer {
   virtual ~SampleTimer() = default;
   virtual void start() = 0;
   virtual double stop() = 0;
+  // Where a sample's time is not the events time of its call (timing
+  // "cupti": the kernels' time), the events time of the last sample.
+  virtual std::optional<double> last_events_seconds() const { return std::nullopt; }
+};
+
+// Calls captured once (a CUDA graph), launched as one on the backend's stream.
+class CapturedCalls {
+ public:
+  virtual ~CapturedCalls() = default;
+  virtual void launch() = 0;
+};
+
+// Why `calls` could not be captured (the call synchronises, allocates, or
+// does work the capture cannot hold): the record is skipped with it.
+class CaptureRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Where a backend's work runs: on the host itself ("cpu"), on an accelerator
@@ -62,6 +82,33 @@ class Backend {
   virtual void fill_with_zeros(const TensorBuffer& buffer) = 0;
   virtual void synchronize() = 0;
   virtual std::unique_ptr<SampleTimer> make_timer() = 0;
+  // Whether this device, in this build, can time samples with `method`
+  // (docs/design.md §4); the reason where not. Events every backend gives.
+  virtual Verdict timing_method(TimingMethod method) const {
+    if (method == TimingMethod::events) return Verdict::yes();
+    return Verdict::no("the " + std::string(device()) + " device has no " + std::string(to_string(method)) + " timing");
+  }
+  // The timer of timing "cupti": a sample is the device time of the kernels
+  // its call launched (their intervals merged), and last_events_seconds() the
+  // events time of the same call. Only where timing_method(cupti) is yes.
+  virtual std::unique_ptr<SampleTimer> make_kernel_timer() { return nullptr; }
+  // What the kernel timer costs the calls it times, measured once per run:
+  // {"launch_seconds_with", "launch_seconds_without", "added_seconds_per_launch"}; null where not measured.
+  virtual nlohmann::ordered_json kernel_timer_cost() { return nullptr; }
+  // `calls` captured on the stream, for timing "graph"; throws CaptureRefused
+  // with the reason where they cannot be. Only where timing_method(graph) is yes.
+  virtual std::unique_ptr<CapturedCalls> capture(const std::function<void()>& /*calls*/) {
+    throw CaptureRefused("the " + std::string(device()) + " device cannot capture calls");
+  }
+  // The last-level cache whose eviction a cold sample needs; 0 where none is modelled.
+  virtual std::uint64_t last_level_cache_bytes() const { return 0; }
+  // The SM clock now, cheaply enough to read after every sample; nullopt where not monitored.
+  virtual std::optional<double> sm_clock_mhz() { return std::nullopt; }
+  // --lock-clocks: holds the clocks fixed for the run where this process may;
+  // "" when they are locked, else why not. From then on describe() says so in
+  // "clock_policy". restore_clocks() gives the clocks back (idempotent).
+  virtual std::string lock_clocks() { return "the " + std::string(device()) + " device has no clocks to lock"; }
+  virtual void restore_clocks() {}
   // What implementations launch on (a cudaStream_t); nullptr for the host.
   virtual void* stream() { return nullptr; }
   // Fills Q, K, V (and dO) of `buffers` on the device from the problem's seeded

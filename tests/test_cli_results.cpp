@@ -98,6 +98,8 @@ TEST_F(CliResults, ResumeRefusesARunThatWouldMeasureDifferently) {
       {slower.string() + " --threads 2 -o " + output.string(), "measure.max_seconds (0.02 vs 0.5)"},
       {wider.string() + " --threads 2 -o " + output.string(), "source.defaults.head_dim (32 vs 64)"},
       {scenario.string() + " --threads 2 --cold -o " + output.string(), "measure.cache (\"hot\" vs \"cold\")"},
+      {scenario.string() + " --threads 2 --timing events,graph -o " + output.string(),
+       "measure.timing ([\"events\"] vs [\"events\",\"graph\"])"},
       {scenario.string() + " --threads 1 -o " + output.string(), "threads: the run used 2 threads, this one 1"},
       {scenario.string() + " --threads 2 --impl cpu.standard -o " + output.string(), "implementations: the run used"},
       {scenario.string() + " --threads 2 --filter q1 -o " + output.string(), "filter: the run used no --filter, this one --filter \"q1\""},

@@ -418,6 +418,46 @@ TEST(Compare, DifferentMeasureSettingsOrCacheModesAreRefused) {
             "timing.cache of 1 record(s), e.g. synthetic/case1 cpu.flash: \"hot\" (BASE) vs \"cold\" (NEW)");
 }
 
+TEST(Compare, RunsTimedByDifferentMethodsAreRefusedUnlessAllowed) {
+  Pair methods;
+  methods.base["scenarios"].push_back(synthetic_scenario());
+  methods.next["scenarios"].push_back(synthetic_scenario());
+  methods.next["scenarios"][0]["measure"]["timing"] = Json::array({"cupti"});
+  CompareReport report = methods.compare();
+  EXPECT_TRUE(report.refused);
+  ASSERT_EQ(report.setting_differences.size(), 1u) << "the records' own timing.method is not named twice";
+  EXPECT_EQ(report.setting_differences[0].format(), "synthetic measure.timing: [\"events\"] (BASE) vs [\"cupti\"] (NEW)");
+  CompareSettings allowed;
+  allowed.allow_different_settings = true;
+  EXPECT_FALSE(methods.compare(allowed).refused);
+
+  // A file from before the timing methods was timed by events: it compares
+  // with one that says so, whatever graph and clock-mark defaults it names.
+  Pair older;
+  older.base["scenarios"].push_back(synthetic_scenario());
+  older.next["scenarios"].push_back(synthetic_scenario());
+  older.next["scenarios"][0]["measure"]["timing"] = Json::array({"events"});
+  older.next["scenarios"][0]["measure"]["graph_calls"] = 10;
+  older.next["scenarios"][0]["measure"]["clock_mark_share"] = 0.85;
+  for (Json& record : older.next["records"]) record["timing"]["method"] = "events";
+  EXPECT_FALSE(older.compare().refused) << older.compare().setting_differences.size();
+
+  // The same fallback order, but one record fell back on one side only.
+  Pair fallback;
+  fallback.base["scenarios"].push_back(synthetic_scenario());
+  fallback.next["scenarios"].push_back(synthetic_scenario());
+  for (Json* document : {&fallback.base, &fallback.next}) {
+    (*document)["scenarios"][0]["measure"]["timing"] = Json::array({"cupti", "events"});
+    for (Json& record : (*document)["records"]) record["timing"]["method"] = "cupti";
+  }
+  fallback.new_record(1)["timing"]["method"] = "events";
+  report = fallback.compare();
+  EXPECT_TRUE(report.refused);
+  ASSERT_EQ(report.setting_differences.size(), 1u);
+  EXPECT_EQ(report.setting_differences[0].format(),
+            "timing.method of 1 record(s), e.g. synthetic/case1 cpu.flash: \"cupti\" (BASE) vs \"events\" (NEW)");
+}
+
 TEST(CompareOutputs, TimeAndMemoryHaveTheirOwnVerdictColumns) {
   // Slower but within the threshold, with less peak memory: the cell is an
   // improvement, and the row must not read as a faster time.

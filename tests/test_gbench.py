@@ -34,6 +34,8 @@ HUGE = {"name": "huge", "description": "does not fit",
         "defaults": {"batch": 4096, "heads": 64, "seqlen": 65536, "head_dim": 128}}
 # A bound nothing meets: every checked implementation fails its accuracy check.
 STRICT = dict(TINY, name="strict", accuracy={"bound": {"fp32": 1e-300}})
+# A timing method this front end does not give: every benchmark skipped, saying so.
+GRAPH = dict(TINY, name="graph", measure={"cache": "hot", "timing": "graph"})
 
 FAST = "--benchmark_min_time=0.005s"  # the form Google Benchmark documents, whatever version is linked
 TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -45,7 +47,7 @@ class GbenchFrontEnd(unittest.TestCase):
     def setUpClass(cls):
         cls.directory = attnbench_testing.make_temporary_directory("attnbench_gbench_")
         cls.scenarios = {}
-        for scenario in (TINY, HUGE, STRICT):
+        for scenario in (TINY, HUGE, STRICT, GRAPH):
             cls.scenarios[scenario["name"]] = attnbench_testing.write_scenario(
                 cls.directory / f"{scenario['name']}.json", scenario)
 
@@ -171,6 +173,17 @@ class GbenchFrontEnd(unittest.TestCase):
                     self.assertTrue(benchmark["error_occurred"])
                     self.assertTrue(benchmark["error_message"].startswith("accuracy: O: max abs error"),
                                     benchmark["error_message"])
+
+    def test_a_timing_method_other_than_events_skips_with_the_reason(self):
+        run = self.gbench(f"--scenario={self.scenarios['graph']}", "--benchmark_format=json", FAST)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        benchmarks = json.loads(run.stdout)["benchmarks"]
+        self.assertEqual(len(benchmarks), 6)
+        for benchmark in benchmarks:
+            with self.subTest(name=benchmark["name"]):
+                self.assertTrue(benchmark["error_occurred"])
+                self.assertTrue(benchmark["error_message"].startswith("this front end times by events only"),
+                                benchmark["error_message"])
 
     def test_bad_input_exits_two_before_any_benchmark_runs(self):
         bad = self.directory / "bad.json"

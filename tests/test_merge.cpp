@@ -253,6 +253,13 @@ TEST(Merge, DifferentScenariosAreRefusedUnlessAllowed) {
             std::string::npos)
       << input_error(hot_and_cold);
 
+  std::vector<MergeInput> other_method = three_shards();
+  other_method[1].document["scenarios"][0]["measure"]["timing"] = Json::array({"graph"});
+  EXPECT_NE(input_error(other_method).find("part-2.json: scenarios: scenario \"tiny\" differs from part-1.json's in "
+                                           "measure.timing"),
+            std::string::npos)
+      << input_error(other_method);
+
   std::vector<MergeInput> renamed = three_shards();
   renamed[1].document["scenarios"][0] = scenario_entry("other");
   for (Json& r : renamed[1].document["records"]) r["scenario"] = "other";
@@ -399,6 +406,44 @@ void timed(Json& record, const std::vector<double>& samples, const std::string& 
   record["timing"]["noise"] = {{"verdict", noisy.empty() ? "ok" : noisy}, {"noisy", !noisy.empty()},
                                {"judged", true}, {"resolution_seconds", nullptr}, {"findings", Json::array()}};
   refresh_timing_figures(record);  // TFLOP/s and bandwidth as a run derives them from the median
+}
+
+TEST(MergeRounds, RoundsOfOneTimingMethodJoinTheirCompanionsAndMixedMethodsAreRefused) {
+  Json first = results_file({0}, nullptr, "2026-01-01T10:00:00Z")["records"][0], second = first;
+  timed(first, {10e-6, 12e-6});
+  timed(second, {11e-6});
+  for (Json* record : {&first, &second}) {
+    (*record)["timing"]["method"] = "cupti";
+    (*record)["timing"]["sm_clock_mhz"] = Json::array();
+    (*record)["timing"]["clock_marks"] = {{"share", 0.85}, {"highest_mhz", 1980}, {"threshold_mhz", 1683},
+                                          {"marked", Json::array()}, {"read", 0}};
+  }
+  first["timing"]["cupti"] = {{"events_samples_seconds", {15e-6, 16e-6}}, {"events_p50", 15.5e-6},
+                              {"launch_overhead_seconds", 4.5e-6}};
+  second["timing"]["cupti"] = {{"events_samples_seconds", {21e-6}}, {"events_p50", 21e-6},
+                               {"launch_overhead_seconds", 10e-6}};
+  first["timing"]["sm_clock_mhz"] = {1980, 1500};
+  first["timing"]["clock_marks"]["marked"] = {1};
+  first["timing"]["clock_marks"]["read"] = 2;
+  second["timing"]["sm_clock_mhz"] = {1400};
+  second["timing"]["clock_marks"]["marked"] = {0};
+  second["timing"]["clock_marks"]["read"] = 1;
+  const Json joined = join_rounds({{1, &first}, {2, &second}}, {"r1.json", "r2.json"})["timing"];
+  EXPECT_EQ(joined["cupti"]["events_samples_seconds"], Json({15e-6, 16e-6, 21e-6}));
+  EXPECT_DOUBLE_EQ(joined["cupti"]["events_p50"].get<double>(), 16e-6);
+  EXPECT_DOUBLE_EQ(joined["cupti"]["launch_overhead_seconds"].get<double>(), 5e-6) << "median of 5, 4 and 10 us";
+  EXPECT_EQ(joined["sm_clock_mhz"], Json({1980, 1500, 1400}));
+  EXPECT_EQ(joined["clock_marks"]["marked"], Json({1, 2})) << "the second round's mark follows the first's samples";
+  EXPECT_EQ(joined["clock_marks"]["read"], 3);
+
+  second["timing"]["method"] = "events";
+  try {
+    join_rounds({{1, &first}, {2, &second}}, {"r1.json", "r2.json"});
+    ADD_FAILURE() << "rounds of two methods were joined";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("r2.json: records: tiny/"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("was timed by events, round 1 by cupti"), std::string::npos) << error.what();
+  }
 }
 
 TEST(MergeRounds, EachCellsRoundsJoinIntoOneRecordThatKeepsThem) {

@@ -1,5 +1,6 @@
 #include "harness/cli/measurement_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -64,6 +65,38 @@ void add_measurement_options(CLI::App& command, MeasurementOverrides& overrides)
       number_in(0, 1000));
   add("--warmup-max", overrides.warmup_max_seconds,
       "Seconds the warm-up may take to find a stable window (measure.warmup_max_seconds)", number_in(0, 1e6));
+  add("--graph-calls", overrides.graph_calls, "Calls captured into one CUDA graph with --timing graph (measure.graph_calls)",
+      number_in(1, 1000));
+  add("--clock-mark-share", overrides.clock_mark_share,
+      "Mark a sample whose SM clock is below this share of the run's highest (measure.clock_mark_share)",
+      number_in(0, 1, true));
+  command
+      .add_option_function<std::string>(
+          "--timing",
+          [&overrides](const std::string& text) {
+            std::vector<TimingMethod> methods;
+            std::size_t begin = 0;
+            for (;;) {
+              const std::size_t comma = text.find(',', begin);
+              const std::string name = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+              const std::optional<TimingMethod> method = parse_timing_method(name);
+              if (!method) {
+                throw CLI::ValidationError("--timing", "\"" + name + "\" is no timing method (" + kTimingMethodNames + ")");
+              }
+              if (std::find(methods.begin(), methods.end(), *method) != methods.end()) {
+                throw CLI::ValidationError("--timing", "names " + name + " twice");
+              }
+              methods.push_back(*method);
+              if (comma == std::string::npos) break;
+              begin = comma + 1;
+            }
+            overrides.timing = methods;
+          },
+          "What a sample's time is: events, cupti or graph (docs/design.md §4); a comma-separated list "
+          "(cupti,graph,events) is an order to fall back through where the device or build cannot give a method "
+          "(measure.timing)")
+      ->type_name("METHOD[,METHOD...]")
+      ->group(group);
   // One or the other, checked here rather than with CLI11's excludes(), which
   // prints "Excludes: --cold" into the flag's name column of --help.
   const auto set_cache = [&overrides](bool cold) {

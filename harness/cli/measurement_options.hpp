@@ -5,6 +5,7 @@
 //
 //   --min-samples N   --max-samples N   --min-time S   --max-time S
 //   --target-ci W     --warmup S        --warmup-iterations N   --hot | --cold
+//   --timing METHOD[,METHOD...]   --graph-calls N   --clock-mark-share S
 #pragma once
 
 #include <CLI/CLI.hpp>

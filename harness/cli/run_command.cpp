@@ -91,6 +91,9 @@ void add_run_options(CLI::App& command, RunCommandOptions& options) {
   command.add_flag("--check-machine", options.run.check_machine,
                    "Print what makes this machine unfit for benchmarking now (attnbench doctor) before the run; "
                    "every run records it in the results file's \"machine\"");
+  command.add_flag("--lock-clocks", options.run.lock_clocks,
+                   "Lock each GPU's SM clock at its default application (base) clock for the run where this process "
+                   "may (root, a supported GPU), restored at the end and on interrupt; the devices record it");
   command.add_flag("--calibrate", options.run.calibrate,
                    "Measure the host's fp32 GEMM rate and copy bandwidth (host.calibration, the roofline's CPU "
                    "ceilings) even when the run has little host work");

@@ -7,10 +7,45 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "harness/dtype.hpp"
 
 namespace attnbench {
+
+// What one sample's time is (docs/design.md §4, timing methods): `events`, two
+// CUDA events around one call (the host's clock on the host); `cupti`, the
+// device time of the call's own kernels from CUPTI's activity records, their
+// intervals merged; `graph`, several calls captured once into a CUDA graph,
+// launched as one, the time per call derived.
+enum class TimingMethod { events, cupti, graph };
+
+inline std::string_view to_string(TimingMethod method) {
+  switch (method) {
+    case TimingMethod::events: return "events";
+    case TimingMethod::cupti: return "cupti";
+    case TimingMethod::graph: return "graph";
+  }
+  return "events";
+}
+
+inline std::optional<TimingMethod> parse_timing_method(std::string_view name) {
+  for (TimingMethod method : {TimingMethod::events, TimingMethod::cupti, TimingMethod::graph}) {
+    if (name == to_string(method)) return method;
+  }
+  return std::nullopt;
+}
+
+inline std::vector<std::string> timing_method_names(const std::vector<TimingMethod>& methods) {
+  std::vector<std::string> names;
+  for (TimingMethod method : methods) names.emplace_back(to_string(method));
+  return names;
+}
+
+inline constexpr const char* kTimingMethodNames = "events, cupti, graph";
 
 struct MeasureSettings {
   int warmup_min_iterations = 2;
@@ -27,6 +62,14 @@ struct MeasureSettings {
   double max_seconds = 5.0;   // wall-clock limit of the sampling phase once min_samples are taken
   double target_ci_width = 0.02;  // stop when the median's 95% CI is this narrow, relative
   bool cold_cache = true;     // flush the last-level cache before every sample
+  // The timing method, or the order to fall back through where the device or
+  // build cannot give the first (then each record says which it used and why
+  // the ones before it were not).
+  std::vector<TimingMethod> timing = {TimingMethod::events};
+  int graph_calls = 10;  // calls captured into one graph (timing "graph")
+  // A sample whose SM clock is below this share of the run's highest is marked
+  // (timing.clock_marks), and the record is throttled.
+  double clock_mark_share = 0.85;
 };
 
 struct AccuracySettings {

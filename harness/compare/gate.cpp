@@ -11,6 +11,7 @@
 
 #include "harness/measure/accuracy.hpp"
 #include "harness/measure/statistics.hpp"
+#include "harness/common/measure_settings.hpp"
 #include "harness/compare/statistics.hpp"
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
@@ -172,6 +173,26 @@ const Json* scenario_entry(const Json& document, const std::string& name) {
   return nullptr;
 }
 
+// A scenario's measure settings with the timing keys that files from before
+// the timing methods lack spelled out as those files measured (events; the
+// graph and clock-mark defaults, which events timing does not use), so an
+// older baseline compares equal to a file that names them.
+Json with_default_timing(Json measure) {
+  if (!measure.is_object()) return measure;
+  const MeasureSettings defaults;
+  if (!measure.contains("timing")) measure["timing"] = Json::array({"events"});
+  if (!measure.contains("graph_calls")) measure["graph_calls"] = defaults.graph_calls;
+  if (!measure.contains("clock_mark_share")) measure["clock_mark_share"] = defaults.clock_mark_share;
+  return measure;
+}
+
+// A record's timing.cache or timing.method; a record from before the method
+// existed was timed by events.
+Json timing_field(const Json& timing, const char* field) {
+  if (timing.contains(field)) return timing[field];
+  return std::string(field) == "method" ? Json("events") : Json();
+}
+
 // The settings that shape the matched records' timings and differ: the host
 // threads (when a matched record ran on the host), each scenario's effective
 // measure settings, and the cache mode of records whose scenarios agree on it
@@ -189,13 +210,15 @@ std::vector<SettingDifference> compare_run_settings(const Json& base, const Json
   if (host_records && base["threads"] != next["threads"]) {
     differences.push_back({"threads", base["threads"].dump(), next["threads"].dump()});
   }
-  std::set<std::string> cache_differs;
+  // Per scenario, the measure keys whose difference the records' own timing
+  // keys would repeat (timing.cache, timing.method).
+  std::map<std::string, std::set<std::string>> measure_differs;
   for (const std::string& name : scenarios) {
     const Json* before = scenario_entry(base, name);
     const Json* after = scenario_entry(next, name);
     if (!before || !after) continue;
-    const Json& base_measure = (*before)["measure"];
-    const Json& new_measure = (*after)["measure"];
+    const Json base_measure = with_default_timing((*before)["measure"]);
+    const Json new_measure = with_default_timing((*after)["measure"]);
     std::set<std::string> keys;
     for (const Json* measure : {&base_measure, &new_measure}) {
       for (const auto& [key, value] : measure->items()) keys.insert(key);
@@ -204,27 +227,34 @@ std::vector<SettingDifference> compare_run_settings(const Json& base, const Json
       if (base_measure.value(key, Json()) == new_measure.value(key, Json())) continue;
       differences.push_back(
           {name + " measure." + key, describe_value(base_measure, key), describe_value(new_measure, key)});
-      if (key == "cache") cache_differs.insert(name);
+      measure_differs[name].insert(key);
     }
   }
-  std::size_t mixed_cells = 0;
-  std::string example, base_cache, new_cache;
-  for (const auto& [before, after] : matched) {
-    if (!(*before)["timing"].is_object() || !(*after)["timing"].is_object()) continue;
-    if (cache_differs.count((*before)["scenario"].get<std::string>())) continue;
-    const Json& a = (*before)["timing"]["cache"];
-    const Json& b = (*after)["timing"]["cache"];
-    if (a == b) continue;
-    if (mixed_cells++ == 0) {
-      example = (*before)["scenario"].get<std::string>() + "/" + (*before)["case_key"].get<std::string>() + " " +
-                (*before)["implementation"].get<std::string>();
-      base_cache = a.dump();
-      new_cache = b.dump();
+  // The cache mode and the timing method of each matched pair whose
+  // scenarios agree on them: a run continued with --hot, a fallback order
+  // that fell back on one side only.
+  for (const auto& [field, measure_key] : {std::pair<const char*, const char*>{"cache", "cache"},
+                                            std::pair<const char*, const char*>{"method", "timing"}}) {
+    std::size_t mixed_cells = 0;
+    std::string example, base_value, new_value;
+    for (const auto& [before, after] : matched) {
+      if (!(*before)["timing"].is_object() || !(*after)["timing"].is_object()) continue;
+      if (measure_differs[(*before)["scenario"].get<std::string>()].count(measure_key)) continue;
+      const Json a = timing_field((*before)["timing"], field);
+      const Json b = timing_field((*after)["timing"], field);
+      if (a == b) continue;
+      if (mixed_cells++ == 0) {
+        example = (*before)["scenario"].get<std::string>() + "/" + (*before)["case_key"].get<std::string>() + " " +
+                  (*before)["implementation"].get<std::string>();
+        base_value = a.dump();
+        new_value = b.dump();
+      }
     }
-  }
-  if (mixed_cells > 0) {
-    differences.push_back({"timing.cache of " + std::to_string(mixed_cells) + " record(s), e.g. " + example,
-                           base_cache, new_cache});
+    if (mixed_cells > 0) {
+      differences.push_back({std::string("timing.") + field + " of " + std::to_string(mixed_cells) + " record(s), e.g. " +
+                                 example,
+                             base_value, new_value});
+    }
   }
   return differences;
 }

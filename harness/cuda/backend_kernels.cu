@@ -21,6 +21,8 @@ unsigned blocks_for(std::size_t count) {
   return static_cast<unsigned>(blocks < 65535u * 1024u ? blocks : 65535u * 1024u);
 }
 
+__global__ void empty_kernel() {}
+
 template <typename Word>
 __global__ void fill_words(Word* data, std::size_t count, Word value) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
@@ -115,6 +117,11 @@ void generate_inputs(const Problem& problem, const AttentionBuffers& buffers, cu
   } else {
     generate_all<__nv_bfloat16>(problem, buffers, stream);
   }
+}
+
+void launch_empty_kernel(cudaStream_t stream) {
+  empty_kernel<<<1, 1, 0, stream>>>();
+  ATTNBENCH_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace attnbench::cuda

@@ -16,4 +16,7 @@ void fill_with_nan(const TensorBuffer& buffer, cudaStream_t stream);
 // on the host (kernels/common/input_distribution.hpp).
 void generate_inputs(const Problem& problem, const AttentionBuffers& buffers, cudaStream_t stream);
 
+// One kernel that does nothing, on `stream`: what a launch costs.
+void launch_empty_kernel(cudaStream_t stream);
+
 }  // namespace attnbench::cuda

@@ -5,7 +5,10 @@
 // L2 flush by writing a scratch buffer twice the L2 size (allocated once,
 // outside any arena), the device record of the results file (with the CUPTI
 // version), the clocks through NVML (harness/cuda/nvml_clocks.hpp) and the
-// CUPTI profiler of the profiling pass (harness/cuda/cupti_profiler.hpp).
+// CUPTI profiler of the profiling pass (harness/cuda/cupti_profiler.hpp), and
+// the timing methods of docs/design.md §4: events, CUPTI's kernel records
+// (harness/cuda/cupti_activity.hpp) and captured graphs
+// (harness/cuda/stream_capture.hpp), with the SM clock after every sample.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -16,6 +19,7 @@
 #include "harness/backend.hpp"
 #include "harness/cuda/backend_kernels.hpp"
 #include "harness/cuda/cuda_check.hpp"
+#include "harness/cuda/cupti_activity.hpp"
 #include "harness/cuda/cupti_library.hpp"
 #include "harness/cuda/cupti_profiler.hpp"
 #include "harness/cuda/device_wait.hpp"
@@ -104,6 +108,7 @@ class CudaBackend final : public Backend {
     nvml_ = std::make_unique<NvmlDevice>(pci_bus_id_);
   }
   ~CudaBackend() override {
+    restore_clocks();
     if (device_wait_expired()) return;  // a kernel still runs: freeing would wait for it
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -152,6 +157,33 @@ class CudaBackend final : public Backend {
   std::string_view clock_name() const override { return "cuda_event"; }
   void* stream() override { return stream_; }
 
+  Verdict timing_method(TimingMethod method) const override {
+    if (method != TimingMethod::cupti) return Verdict::yes();
+    const std::string unavailable = cupti_activity_unavailable();
+    return unavailable.empty() ? Verdict::yes() : Verdict::no("CUPTI cannot be loaded: " + unavailable);
+  }
+  std::unique_ptr<SampleTimer> make_kernel_timer() override { return make_cupti_kernel_timer(make_timer()); }
+  nlohmann::ordered_json kernel_timer_cost() override {
+    return measure_cupti_cost([&] { return make_timer(); }, [&] { cuda::launch_empty_kernel(stream_); });
+  }
+  std::unique_ptr<CapturedCalls> capture(const std::function<void()>& calls) override {
+    return capture_graph(stream_, calls);
+  }
+  std::uint64_t last_level_cache_bytes() const override { return static_cast<std::uint64_t>(properties_.l2CacheSize); }
+  std::optional<double> sm_clock_mhz() override { return nvml_ ? nvml_->sm_clock_mhz() : std::nullopt; }
+  std::string lock_clocks() override {
+    if (!nvml_) return "no GPU (" + unavailable_ + ")";
+    unsigned mhz = 0;
+    const std::string refused = nvml_->lock_sm_clock(mhz);
+    if (refused.empty()) locked_sm_mhz_ = mhz;
+    return refused;
+  }
+  void restore_clocks() override {
+    if (!locked_sm_mhz_) return;
+    nvml_->reset_locked_clocks();
+    locked_sm_mhz_.reset();
+  }
+
   std::vector<MachineFinding> machine_findings() override {
     if (!nvml_ || !nvml_->usable()) {
       return {{"gpu", "note", "GPU checks unavailable: " + (nvml_ ? nvml_->error() : std::string("no NVML")), ""}};
@@ -162,7 +194,9 @@ class CudaBackend final : public Backend {
   nlohmann::ordered_json read_clocks() override {
     if (!nvml_) return nullptr;
     nlohmann::ordered_json clocks = nvml_->clocks();
-    return clocks["source"] == "nvml" ? clocks : nlohmann::ordered_json(nullptr);
+    if (clocks["source"] != "nvml") return nullptr;
+    clocks["locked"] = locked_sm_mhz_.has_value();
+    return clocks;
   }
   // Created on first use; its probe touches CUPTI only when a device exists.
   CallObserver* call_observer() override {
@@ -211,7 +245,9 @@ class CudaBackend final : public Backend {
                        std::to_string(cublas_patch)},
         {"cupti", cupti_version()},
         {"pci_bus_id", pci_bus_id_},
-        {"clock_monitor", nvml_ && nvml_->usable() ? "nvml" : "none: " + (nvml_ ? nvml_->error() : std::string())}};
+        {"clock_monitor", nvml_ && nvml_->usable() ? "nvml" : "none: " + (nvml_ ? nvml_->error() : std::string())},
+        {"clock_policy", locked_sm_mhz_ ? nlohmann::ordered_json{{"sm_mhz", *locked_sm_mhz_}}
+                                        : nlohmann::ordered_json("default")}};
   }
 
   static std::string cupti_version() {
@@ -232,6 +268,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DeviceProfiler> profiler_;
   std::unique_ptr<CallObserver> call_observer_;
   unsigned char flush_value_ = 0;
+  std::optional<unsigned> locked_sm_mhz_;  // --lock-clocks took effect
 };
 
 const BackendRegistration kRegistration{"cuda", [] { return std::make_unique<CudaBackend>(); }};

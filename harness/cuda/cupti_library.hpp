@@ -7,6 +7,7 @@
 // call and CUPTI's own message.
 #pragma once
 
+#include <cupti_activity.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -44,7 +45,15 @@
   X(cuptiRangeProfilerPopRange)                 \
   X(cuptiRangeProfilerDecodeData)               \
   X(cuptiRangeProfilerGetCounterDataInfo)       \
-  X(cuptiRangeProfilerCounterDataGetRangeInfo)
+  X(cuptiRangeProfilerCounterDataGetRangeInfo)   \
+  X(cuptiActivityEnable)                        \
+  X(cuptiActivityDisable)                       \
+  X(cuptiActivityRegisterCallbacks)             \
+  X(cuptiActivityFlushAll)                      \
+  X(cuptiActivityGetNextRecord)                 \
+  X(cuptiActivityGetNumDroppedRecords)          \
+  X(cuptiActivityPushExternalCorrelationId)     \
+  X(cuptiActivityPopExternalCorrelationId)
 
 namespace attnbench {
 
@@ -78,7 +87,16 @@ class CuptiError : public std::runtime_error {
 
 }  // namespace attnbench
 
-// ATTNBENCH_CUPTI_CHECK(cupti, cuptiProfilerHostInitialize, &params)
+// ATTNBENCH_CUPTI_CHECK(cupti, cuptiProfilerHostInitialize, &params);
+// ATTNBENCH_CUPTI_CALL(cupti, cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) for any arguments
+#define ATTNBENCH_CUPTI_CALL(library, function, ...)                                                  \
+  do {                                                                                               \
+    const CUptiResult attnbench_cupti_status = (library).function(__VA_ARGS__);                      \
+    if (attnbench_cupti_status != CUPTI_SUCCESS) {                                                   \
+      ::attnbench::throw_cupti_error((library), attnbench_cupti_status, #function, __FILE__, __LINE__); \
+    }                                                                                                \
+  } while (0)
+
 #define ATTNBENCH_CUPTI_CHECK(library, function, params)                                              \
   do {                                                                                               \
     const CUptiResult attnbench_cupti_status = (library).function(params);                           \

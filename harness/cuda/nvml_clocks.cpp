@@ -29,6 +29,9 @@ struct NvmlFunctions {
   int (*default_power_limit)(NvmlDeviceHandle, unsigned int*) = nullptr;  // milliwatts
   int (*ecc_mode)(NvmlDeviceHandle, int*, int*) = nullptr;
   int (*name)(NvmlDeviceHandle, char*, unsigned int) = nullptr;
+  int (*default_application_clock)(NvmlDeviceHandle, int, unsigned int*) = nullptr;
+  int (*set_locked_clocks)(NvmlDeviceHandle, unsigned int, unsigned int) = nullptr;
+  int (*reset_locked_clocks)(NvmlDeviceHandle) = nullptr;
   const char* (*error_string)(int) = nullptr;
   std::string error;  // empty when loaded and initialised
 };
@@ -72,6 +75,9 @@ const NvmlFunctions& nvml() {
     resolve(library, "nvmlDeviceGetEccMode", f.ecc_mode);
     resolve(library, "nvmlDeviceGetName", f.name);
     resolve(library, "nvmlErrorString", f.error_string);
+    resolve(library, "nvmlDeviceGetDefaultApplicationsClock", f.default_application_clock);
+    resolve(library, "nvmlDeviceSetGpuLockedClocks", f.set_locked_clocks);
+    resolve(library, "nvmlDeviceResetGpuLockedClocks", f.reset_locked_clocks);
     if (!f.init || !f.handle_by_pci_bus_id || !f.clock_info) {
       f.error = "NVML lacks the clock entry points";
       return f;
@@ -130,10 +136,39 @@ Json NvmlDevice::clocks() const {
   read(f.clock_info, kClockMemory, "memory_mhz");
   read(f.max_clock_info, kClockSm, "sm_max_mhz");
   read(f.max_clock_info, kClockMemory, "memory_max_mhz");
+  unsigned int milliwatts = 0;
+  json["power_limit_watts"] =
+      f.power_limit && f.power_limit(handle_, &milliwatts) == 0 ? Json(milliwatts / 1000.0) : Json();
   unsigned long long reasons = 0;
   json["throttle_reasons"] =
       f.clock_reasons && f.clock_reasons(handle_, &reasons) == 0 ? clock_event_reason_names(reasons) : Json();
   return json;
+}
+
+std::optional<double> NvmlDevice::sm_clock_mhz() const {
+  unsigned int mhz = 0;
+  if (!usable() || nvml().clock_info(handle_, kClockSm, &mhz) != 0) return std::nullopt;
+  return mhz;
+}
+
+std::string NvmlDevice::lock_sm_clock(unsigned& mhz) const {
+  if (!usable()) return error_;
+  const NvmlFunctions& f = nvml();
+  if (!f.default_application_clock || !f.set_locked_clocks || !f.reset_locked_clocks) {
+    return "this NVML has no locked-clock entry points";
+  }
+  const auto text = [&](int status) { return std::string(f.error_string ? f.error_string(status) : "error"); };
+  if (const int status = f.default_application_clock(handle_, kClockSm, &mhz); status != 0) {
+    return "nvmlDeviceGetDefaultApplicationsClock: " + text(status);
+  }
+  if (const int status = f.set_locked_clocks(handle_, mhz, mhz); status != 0) {
+    return "nvmlDeviceSetGpuLockedClocks: " + text(status) + " (it needs root and a GPU that supports it)";
+  }
+  return "";
+}
+
+void NvmlDevice::reset_locked_clocks() const {
+  if (usable() && nvml().reset_locked_clocks) nvml().reset_locked_clocks(handle_);
 }
 
 std::optional<bool> NvmlDevice::mig_enabled() const {

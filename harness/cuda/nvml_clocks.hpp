@@ -24,6 +24,12 @@ class NvmlDevice {
   // {"source": "nvml", "sm_mhz", "memory_mhz", "sm_max_mhz", "memory_max_mhz",
   //  "throttle_reasons": [...]}, or {"source": "unavailable", "reason"}.
   nlohmann::ordered_json clocks() const;
+  // The SM clock now (one NVML call, cheap enough after every sample); nullopt where it cannot be read.
+  std::optional<double> sm_clock_mhz() const;
+  // Locks the SM clock at its default application clock (the base clock the
+  // GPU sustains under load); "" with `mhz` set when locked, else NVML's reason.
+  std::string lock_sm_clock(unsigned& mhz) const;
+  void reset_locked_clocks() const;
   // True or false when NVML can tell, nullopt otherwise.
   std::optional<bool> mig_enabled() const;
   // What the machine check reads (harness/machine_check.hpp): other compute

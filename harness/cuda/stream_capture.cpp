@@ -1,5 +1,6 @@
 #include "harness/cuda/stream_capture.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,54 @@ class StreamCaptureObserver final : public CallObserver {
   cudaStream_t stream_;
 };
 
+class CapturedGraph final : public CapturedCalls {
+ public:
+  CapturedGraph(cudaStream_t stream, cudaGraph_t graph) : stream_(stream), graph_(graph) {
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec_, graph_, 0);
+    if (instantiated != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      cudaGraphDestroy(graph_);
+      throw CaptureRefused("cudaGraphInstantiate: " + error_text(instantiated));
+    }
+  }
+  ~CapturedGraph() override {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  void launch() override { ATTNBENCH_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+
+ private:
+  cudaStream_t stream_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 }  // namespace
+
+std::unique_ptr<CapturedCalls> capture_graph(cudaStream_t stream, const std::function<void()>& calls) {
+  const cudaError_t begun = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  if (begun != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    throw CaptureRefused("cudaStreamBeginCapture: " + error_text(begun));
+  }
+  std::string call_error;
+  try {
+    calls();
+  } catch (const std::exception& error) {
+    call_error = error.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  static_cast<void>(cudaGetLastError());
+  if (!call_error.empty() || ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    throw CaptureRefused("the call cannot be captured into a CUDA graph (" +
+                         (call_error.empty() ? "cudaStreamEndCapture: " + error_text(ended) : call_error) + ")");
+  }
+  return std::make_unique<CapturedGraph>(stream, graph);
+}
 
 std::unique_ptr<CallObserver> make_stream_capture_observer(cudaStream_t stream) {
   return std::make_unique<StreamCaptureObserver>(stream);

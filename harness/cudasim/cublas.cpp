@@ -175,6 +175,10 @@ cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t tran
                                    const void* beta, void* const c_array[], cudaDataType c_type, int ldc,
                                    int batch_count, cublasComputeType_t compute_type, cublasGemmAlgo_t) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (handle->stream && handle->stream->captured) {
+    handle->stream->capture_refusal = "the simulator's cuBLAS computes on the host at the call, so it cannot be captured";
+    return CUBLAS_STATUS_SUCCESS;
+  }
   const auto valid_operation = [](cublasOperation_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; };
   const int a_rows = transa == CUBLAS_OP_N ? m : k, a_columns = transa == CUBLAS_OP_N ? k : m;
   const int b_rows = transb == CUBLAS_OP_N ? k : n, b_columns = transb == CUBLAS_OP_N ? n : k;

@@ -3,7 +3,11 @@
 // like any device's, every buffer of which it registers so that kernels are
 // held to its bounds; it times with the host clock, and its records say that
 // the times are simulated. There is no cache to flush (a simulated time says
-// nothing about a GPU's caches) and no hardware-counter profiler.
+// nothing about a GPU's caches) and no hardware-counter profiler. Timing
+// "graph" captures the simulated kernels' launches and replays them, so the
+// capture path runs without a GPU; a call that does other work on the
+// stream (a copy, the simulator's cuBLAS) is refused, as a call that
+// synchronises is on a GPU. CUPTI it has not.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,6 +24,14 @@
 
 namespace attnbench {
 namespace {
+
+// Captured launches, run in order.
+struct ReplayedLaunches final : CapturedCalls {
+  std::vector<std::function<void()>> launches;
+  void launch() override {
+    for (const auto& launch : launches) launch();
+  }
+};
 
 class CudasimBackend final : public HostMemoryBackend {
  public:
@@ -60,6 +72,24 @@ class CudasimBackend final : public HostMemoryBackend {
     cudasim::DeviceMemoryRegistry::instance().add_buffer(buffer.data, buffer.bytes(), std::string(name));
   }
   void* stream() override { return &stream_; }
+  Verdict timing_method(TimingMethod method) const override {
+    if (method == TimingMethod::cupti) return Verdict::no("the simulator has no CUPTI activity records");
+    return Verdict::yes();
+  }
+  std::unique_ptr<CapturedCalls> capture(const std::function<void()>& calls) override {
+    auto replay = std::make_unique<ReplayedLaunches>();
+    stream_.captured = &replay->launches;
+    stream_.capture_refusal.clear();
+    try {
+      calls();
+    } catch (const std::exception& error) {
+      stream_.captured = nullptr;
+      throw CaptureRefused(std::string("the call cannot be captured (") + error.what() + ")");
+    }
+    stream_.captured = nullptr;
+    if (!stream_.capture_refusal.empty()) throw CaptureRefused(stream_.capture_refusal);
+    return replay;
+  }
   void flush_cache() override {}
   std::uint64_t cache_flush_bytes() const override { return 0; }
 

@@ -1,6 +1,8 @@
 // A kernel launch on the simulator (kernels/cuda/kernel_launch.hpp's simulator
 // form): every thread of every CTA calls the kernel with copies of the
-// arguments, as a GPU's threads all see the same parameters.
+// arguments, as a GPU's threads all see the same parameters. The body holds
+// its own copy of the arguments, so a captured launch (Stream::captured) can
+// run after this call returns.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +21,7 @@ template <typename... Params>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, Stream* stream,
             Params... arguments) {
   launch_grid(reinterpret_cast<const void*>(kernel), grid, block, dynamic_shared_bytes, stream,
-              [&] { kernel(arguments...); });
+              [kernel, arguments...] { kernel(arguments...); });
 }
 
 }  // namespace cudasim

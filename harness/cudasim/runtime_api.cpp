@@ -16,6 +16,12 @@ namespace cudasim {
 
 void launch_grid(const void* kernel, dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, Stream* stream,
                  const std::function<void()>& body) {
+  if (stream && stream->captured) {
+    stream->captured->push_back([=] {
+      run_grid(GridLaunch{kernel, grid, block, dynamic_shared_bytes, stream->host_threads}, body);
+    });
+    return;
+  }
   run_grid(GridLaunch{kernel, grid, block, dynamic_shared_bytes, stream ? stream->host_threads : 1}, body);
 }
 
@@ -67,7 +73,12 @@ const char* cudaGetErrorString(cudaError_t error) {
   return text.c_str();
 }
 
-cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind,
+                            cudaStream_t stream) {
+  if (stream && stream->captured) {
+    stream->capture_refusal = "cudaMemcpyAsync runs at once on the simulator, so it cannot be captured";
+    return cudaSuccess;
+  }
   std::string why;
   const auto& registry = cudasim::DeviceMemoryRegistry::instance();
   for (const void* end : {static_cast<const void*>(destination), source}) {

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "harness/cudasim/device_runtime.hpp"
 
@@ -48,9 +51,15 @@ enum cudaDriverEntryPointQueryResult : int {
   cudaDriverEntryPointVersionNotSufficent = 2,
 };
 
-// What a simulated launch runs on: the host threads its CTAs may use.
+// What a simulated launch runs on: the host threads its CTAs may use. While
+// `captured` is set (timing "graph", harness/cudasim/cudasim_backend.cpp), a
+// launch is recorded there to run later instead of running now, and any other
+// work on the stream, which the simulator does at once, refuses the capture
+// (`capture_refusal` names it).
 struct Stream {
   int host_threads = 1;
+  std::vector<std::function<void()>>* captured = nullptr;
+  std::string capture_refusal;
 };
 
 cudaError set_function_attribute(const void* kernel, cudaFuncAttribute attribute, int value);

@@ -50,6 +50,9 @@ MeasureSettings MeasurementOverrides::applied_to(const MeasureSettings& scenario
   s.warmup_window = warmup_window.value_or(s.warmup_window);
   s.warmup_max_seconds = warmup_max_seconds.value_or(s.warmup_max_seconds);
   s.cold_cache = cold_cache.value_or(s.cold_cache);
+  s.timing = timing.value_or(s.timing);
+  s.graph_calls = graph_calls.value_or(s.graph_calls);
+  s.clock_mark_share = clock_mark_share.value_or(s.clock_mark_share);
   if (s.min_samples > s.max_samples) {
     const std::string counts = "min_samples " + std::to_string(s.min_samples) + " > max_samples " +
                                std::to_string(s.max_samples);

@@ -27,12 +27,16 @@ void keep_continuations_pending();
 
 // Command-line overrides of a scenario's measurement settings (run's
 // --min-samples, --max-samples, --min-time, --max-time, --target-ci,
-// --warmup, --warmup-iterations, --warmup-window, --warmup-max, --hot / --cold;
+// --warmup, --warmup-iterations, --warmup-window, --warmup-max, --hot / --cold,
+// --timing, --graph-calls, --clock-mark-share;
 // harness/cli/measurement_options.hpp).
 struct MeasurementOverrides {
   std::optional<int> min_samples, max_samples, warmup_min_iterations, warmup_window;
   std::optional<double> min_seconds, max_seconds, target_ci_width, warmup_min_seconds, warmup_max_seconds;
   std::optional<bool> cold_cache;
+  std::optional<std::vector<TimingMethod>> timing;
+  std::optional<int> graph_calls;
+  std::optional<double> clock_mark_share;
 
   // `scenario_settings` with the overrides given; throws InputError naming the
   // flag and the scenario file when min_samples would exceed max_samples.
@@ -58,6 +62,19 @@ struct Measurement {
   // (SIGSTOP or Ctrl-Z, then SIGCONT): they are kept, and say so.
   std::vector<std::size_t> stopped_samples;
   SampleStatistics statistics;
+
+  // What ImplementationSession::measure adds (harness/measure/session.hpp):
+  // the timing method used, and "METHOD: why not" for each one the fallback
+  // order passed over before it.
+  TimingMethod method = TimingMethod::events;
+  std::vector<std::string> passed_over;
+  // Timing "cupti": the events time of each sample's call (samples_seconds
+  // holds its kernels' time).
+  std::vector<double> events_seconds;
+  // The SM clock read after each sample; nullopt where it could not be.
+  std::vector<std::optional<double>> sm_mhz;
+  // What the method adds to the record's timing ("cupti", "graph" objects).
+  nlohmann::ordered_json method_details = nlohmann::ordered_json::object();
 };
 
 // Runs `call` under `timer`. `before_sample` runs before every warm-up call and

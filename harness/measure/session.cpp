@@ -1,8 +1,13 @@
 #include "harness/measure/session.hpp"
 
+#include <algorithm>
+
 #include "harness/format.hpp"
 #include "harness/measure/buffer_guards.hpp"
+#include "harness/measure/noise.hpp"
 #include "harness/measure/openmp_threads.hpp"
+#include "harness/measure/statistics.hpp"
+#include "harness/measure/timing_methods.hpp"
 #include "harness/measure/trace.hpp"
 
 namespace attnbench {
@@ -235,10 +240,44 @@ MeasureSettings ImplementationSession::timing_settings(const MeasureSettings& sc
   return settings;
 }
 
-Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings,
-                                           const std::function<void(int, int)>& call_done) {
-  const MeasureSettings settings = timing_settings(scenario_settings);
-  std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+namespace {
+
+// Passes samples through to `inner`, and keeps what the record says of each
+// besides its time: the events time where the inner timer has one, and the
+// SM clock read right after (outside the timed region).
+class RecordingTimer final : public SampleTimer {
+ public:
+  RecordingTimer(SampleTimer& inner, Backend& backend) : inner_(inner), backend_(backend) {}
+  void start() override { inner_.start(); }
+  double stop() override {
+    const double seconds = inner_.stop();
+    events_.push_back(inner_.last_events_seconds());
+    sm_mhz_.push_back(backend_.sm_clock_mhz());
+    return seconds;
+  }
+  // The last `samples` stops (the warm-up's timed calls come before them).
+  void attach_to(Measurement& measurement) const {
+    const std::size_t samples = measurement.samples_seconds.size();
+    const std::size_t first = sm_mhz_.size() - samples;
+    measurement.sm_mhz.assign(sm_mhz_.begin() + static_cast<std::ptrdiff_t>(first), sm_mhz_.end());
+    measurement.events_seconds.clear();
+    for (std::size_t i = first; i < events_.size(); ++i) {
+      if (events_[i]) measurement.events_seconds.push_back(*events_[i]);
+    }
+  }
+
+ private:
+  SampleTimer& inner_;
+  Backend& backend_;
+  std::vector<std::optional<double>> events_;
+  std::vector<std::optional<double>> sm_mhz_;
+};
+
+}  // namespace
+
+Measurement ImplementationSession::measure_calls(const MeasureSettings& settings, SampleTimer& timer,
+                                                 const std::function<void(int, int)>& call_done) {
+  RecordingTimer recording(timer, backend_);
   prepare_for_timing();
   std::optional<TraceRange> phase_range;
   const auto phase = [&](const char* name) {
@@ -246,9 +285,97 @@ Measurement ImplementationSession::measure(const MeasureSettings& scenario_setti
     phase_range.emplace(name);
   };
   Measurement measurement = attnbench::measure(
-      settings, *timer, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase, call_done);
+      settings, recording, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase, call_done);
   release_idle_openmp_threads();
+  recording.attach_to(measurement);
   return measurement;
+}
+
+Measurement ImplementationSession::measure_graph(const MeasureSettings& settings,
+                                                 const std::function<void(int, int)>& call_done) {
+  const int calls = settings.graph_calls;
+  const bool cold = settings.cold_cache && backend_.cache_flush_bytes() > 0;  // a device with a cache to flush
+  if (cold) backend_.flush_cache();  // its scratch buffer is allocated here, outside the capture
+  backend_.synchronize();
+  const std::unique_ptr<CapturedCalls> graph = backend_.capture([&] {
+    for (int i = 0; i < calls; ++i) {
+      if (cold) backend_.flush_cache();
+      sample_call();
+    }
+  });
+  const std::unique_ptr<CapturedCalls> flushes =
+      cold ? backend_.capture([&] {
+        for (int i = 0; i < calls; ++i) backend_.flush_cache();
+      })
+           : nullptr;
+  std::unique_ptr<SampleTimer> timer = backend_.make_timer();
+  RecordingTimer recording(*timer, backend_);
+  prepare_for_timing();
+  std::optional<TraceRange> phase_range;
+  const auto phase = [&](const char* name) {
+    phase_range.reset();
+    phase_range.emplace(name);
+  };
+  Measurement measurement = attnbench::measure(
+      settings, recording, [] {}, [&] { graph->launch(); }, phase, call_done);
+  release_idle_openmp_threads();
+  recording.attach_to(measurement);
+
+  // The flush-only graph, as many launches as samples (at least 3): its median is subtracted.
+  std::vector<double> flush_seconds;
+  if (flushes) {
+    const TraceRange range("flush graph");
+    const std::size_t launches = std::max<std::size_t>(3, measurement.samples_seconds.size());
+    for (std::size_t i = 0; i < launches; ++i) {
+      timer->start();
+      flushes->launch();
+      flush_seconds.push_back(timer->stop());
+    }
+  }
+  const double flush_median = flush_seconds.empty() ? 0.0 : median_of(flush_seconds);
+  const std::vector<double> graph_seconds = measurement.samples_seconds;
+  measurement.samples_seconds = per_call_seconds(graph_seconds, flush_median, calls);
+  measurement.statistics = summarize(measurement.samples_seconds);
+  widen_to_resolution(measurement.statistics, assess_noise(measurement.samples_seconds).resolution_seconds);
+  measurement.method_details["graph"] = nlohmann::ordered_json{
+      {"calls_per_graph", calls},
+      {"graph_seconds", graph_seconds},
+      {"flush_graph_seconds", flush_seconds},
+      {"flush_seconds_per_call", flush_median / calls}};
+  return measurement;
+}
+
+Measurement ImplementationSession::measure(const MeasureSettings& scenario_settings,
+                                           const std::function<void(int, int)>& call_done) {
+  const MeasureSettings settings = timing_settings(scenario_settings);
+  std::vector<std::string> passed_over;
+  for (TimingMethod method : settings.timing) {
+    const std::string name(to_string(method));
+    const Verdict given = backend_.timing_method(method);
+    if (!given.ok) {
+      passed_over.push_back(name + ": " + given.reason);
+      continue;
+    }
+    Measurement measurement;
+    if (method == TimingMethod::graph) {
+      try {
+        measurement = measure_graph(settings, call_done);
+      } catch (const CaptureRefused& refused) {
+        passed_over.push_back(name + ": " + refused.what());
+        continue;
+      }
+    } else {
+      std::unique_ptr<SampleTimer> timer =
+          method == TimingMethod::cupti ? backend_.make_kernel_timer() : backend_.make_timer();
+      measurement = measure_calls(settings, *timer, call_done);
+    }
+    measurement.method = method;
+    measurement.passed_over = std::move(passed_over);
+    return measurement;
+  }
+  std::string reasons;
+  for (const std::string& reason : passed_over) reasons += (reasons.empty() ? "" : "; ") + reason;
+  throw CaptureRefused("no timing method could time it (" + reasons + ")");
 }
 
 ProfileResult ImplementationSession::profile(DeviceProfiler& profiler, bool per_kernel) {

@@ -113,6 +113,9 @@ class ImplementationSession {
   // warm-up on a simulator.
   MeasureSettings timing_settings(const MeasureSettings& scenario_settings) const;
   // `call_done` as attnbench::measure (harness/measure/protocol.hpp) takes it.
+  // Times with the first method of settings.timing that the backend gives
+  // and, for "graph", that captures the call; the methods passed over are in
+  // the result's passed_over. Throws CaptureRefused when none could time it.
   Measurement measure(const MeasureSettings& settings,
                       const std::function<void(int warmup_calls, int samples)>& call_done = {});
   // The profiling pass: one sample call inside a profiling range of `profiler`,
@@ -123,6 +126,13 @@ class ImplementationSession {
  private:
   ImplementationSession(Implementation& implementation, Backend& backend, CaseData& data, int threads,
                         const MemoryPlan& memory);
+  // The sampling loop with `timer` (timing "events" and "cupti").
+  Measurement measure_calls(const MeasureSettings& settings, SampleTimer& timer,
+                            const std::function<void(int, int)>& call_done);
+  // Timing "graph": settings.graph_calls calls (each after a flush when
+  // cold and the device has a cache to flush) captured into one graph; a sample is one launch, and the time per
+  // call subtracts a flush-only graph of the same shape.
+  Measurement measure_graph(const MeasureSettings& settings, const std::function<void(int, int)>& call_done);
 
   Implementation& implementation_;
   Backend& backend_;

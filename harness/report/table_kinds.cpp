@@ -1109,6 +1109,47 @@ Table io_table(const MergedResults& results, const ReportOptions& options) {
   return table;
 }
 
+// ---- timing: what each record's time is, and what its method hides ----
+
+Table timing_table(const MergedResults& results, const ReportOptions& options) {
+  const XAxis x = x_axis(options);
+  Table table = new_table("timing", "Timing method, kernel and events time, launch overhead and clocks per record",
+                          results, resolve_baseline(results, options));
+  table.columns = length_columns(x);
+  table.columns.push_back(implementation_column());
+  table.columns.push_back(Column::text("method", "method", "timing_method"));
+  table.columns.push_back(Column::number("runtime", "runtime ms", "ms", "runtime", 4));
+  table.columns.push_back(Column::number("events", "events ms", "ms", "events_runtime", 4));
+  table.columns.push_back(Column::number("launch_overhead", "launch overhead us", "us", "launch_overhead", 2));
+  table.columns.push_back(Column::number("flush", "flush/call us", "us", "graph_flush", 2));
+  table.columns.push_back(Column::text("clocks", "clock marks", "clock_marks"));
+  fill_record_rows(table, results, x, [&](const Json& record, const RecordRef&) {
+    const Json& timing = record["timing"];
+    std::vector<Cell> cells;
+    cells.push_back(Cell::label(record["implementation"]));
+    cells.push_back(timing.is_object() ? Cell::label(timing.value("method", std::string("events"))) : missing(record));
+    cells.push_back(timed(record, at(record, {"timing", "statistics", "p50"}), 1e3));
+    cells.push_back(timed(record, at(record, {"timing", "cupti", "events_p50"}), 1e3));
+    cells.push_back(timed(record, at(record, {"timing", "cupti", "launch_overhead_seconds"}), 1e6));
+    cells.push_back(timed(record, at(record, {"timing", "graph", "flush_seconds_per_call"}), 1e6));
+    const Json& marks = at(record, {"timing", "clock_marks"});
+    cells.push_back(marks.is_object() ? Cell::label(std::to_string(marks["marked"].size()) + " of " +
+                                                    std::to_string(marks["read"].get<std::size_t>()) + " below " +
+                                                    format_fixed(marks["threshold_mhz"].get<double>(), 0) + " MHz")
+                                      : Cell::empty());
+    return cells;
+  });
+  table.notes.push_back(
+      "Method (docs/design.md §4.1): events, CUDA events around one call; cupti, the merged device time of the call's "
+      "own kernels (CUPTI activity records), with the events time of the same calls beside it and the launch "
+      "overhead, the median of events minus kernel time; graph, the time per call of a CUDA graph of several calls, "
+      "less the flush-only graph's time per call (flush/call).");
+  table.notes.push_back("Clock marks: samples whose SM clock was below the share of the run's highest SM clock "
+                        "(measure.clock_mark_share); any makes the record throttled.");
+  add_closing_notes(table, results);
+  return table;
+}
+
 // ---- accuracy: errors against the fp64 oracle ----
 
 Table accuracy_table(const MergedResults& results, const ReportOptions& options) {
@@ -1317,6 +1358,8 @@ const std::vector<TableKind>& table_kinds() {
       {"memory", "peak and extra memory by sequence length with the reduction factor (Table 21)", memory_table},
       {"io", "compulsory, counted and measured HBM bytes per record", io_table},
       {"accuracy", "status, max abs error per tensor, rule limits and the oracle sample per record", accuracy_table},
+      {"timing", "timing method, kernel and events time, launch overhead, graph flush and clock marks per record",
+       timing_table},
       {"roofline", "achieved FLOP/s against FLOPs per byte, with the device's compute and bandwidth ceilings",
        roofline_table},
   };

@@ -271,6 +271,8 @@ Json device_identity(const Json& device) {
   for (const char* field : kIdentityFields) {
     if (device.contains(field)) identity[field] = device[field];
   }
+  // Files from before --lock-clocks ran their GPUs as they came.
+  if (!identity.contains("clock_policy")) identity["clock_policy"] = "default";
   return identity;
 }
 
@@ -354,8 +356,13 @@ void ResultsDocument::set_plugins(const Json& plugins) {
 namespace {
 
 // A devices entry without the clocks the run adds to it.
+// A device's description less what the run measures of it (its clocks, what
+// the kernel timer costs), which may differ between the runs of one file.
 Json without_clocks(Json device) {
-  if (device.is_object()) device.erase("clocks");
+  if (device.is_object()) {
+    device.erase("clocks");
+    device.erase("kernel_timer_cost");
+  }
   return device;
 }
 

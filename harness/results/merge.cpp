@@ -18,6 +18,8 @@
 #include "harness/results/journal.hpp"
 #include "harness/results/run_identity.hpp"
 #include "harness/measure/noise.hpp"
+#include "harness/measure/statistics.hpp"
+#include "harness/measure/timing_methods.hpp"
 #include "harness/results/derived_figures.hpp"
 #include "harness/scenario/scenario.hpp"
 
@@ -432,14 +434,79 @@ Json joined_round_records(std::vector<MergeInput>& inputs) {
   return records;
 }
 
+// The per-sample companions of the rounds' samples, joined in the same order:
+// cupti's events times (and the launch overhead from them), graph's launch
+// times, and the SM clocks with their marks re-indexed.
+void join_method_details(const std::vector<std::pair<int, const Json*>>& rounds, Json& timing) {
+  const auto joined_array = [&](std::initializer_list<const char*> path) {
+    Json all = Json::array();
+    for (const auto& [round, record] : rounds) {
+      const Json* at = &(*record)["timing"];
+      for (const char* key : path) at = at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+      if (!at) return Json(nullptr);
+      for (const Json& value : *at) all.push_back(value);
+      (void)round;
+    }
+    return all;
+  };
+  if (timing.contains("cupti")) {
+    const Json events = joined_array({"cupti", "events_samples_seconds"});
+    const Json kernels = joined_array({"samples_seconds"});
+    if (events.is_array() && !events.empty()) {
+      timing["cupti"]["events_samples_seconds"] = events;
+      timing["cupti"]["events_p50"] = median_of(events.get<std::vector<double>>());
+      const std::optional<double> overhead =
+          launch_overhead_seconds(events.get<std::vector<double>>(), kernels.get<std::vector<double>>());
+      timing["cupti"]["launch_overhead_seconds"] = overhead ? Json(*overhead) : Json(nullptr);
+    }
+  }
+  if (timing.contains("graph")) {
+    for (const char* key : {"graph_seconds", "flush_graph_seconds"}) {
+      const Json all = joined_array({"graph", key});
+      if (all.is_array()) timing["graph"][key] = all;
+    }
+  }
+  if (timing.contains("sm_clock_mhz")) {
+    const Json clocks = joined_array({"sm_clock_mhz"});
+    Json marked = Json::array();
+    std::size_t offset = 0, read = 0;
+    for (const auto& [round, record] : rounds) {
+      const Json& round_timing = (*record)["timing"];
+      if (round_timing.contains("clock_marks") && round_timing["clock_marks"].is_object()) {
+        for (const Json& index : round_timing["clock_marks"]["marked"]) marked.push_back(offset + index.get<std::size_t>());
+        read += round_timing["clock_marks"]["read"].get<std::size_t>();
+      }
+      offset += round_timing["samples_seconds"].size();
+      (void)round;
+    }
+    if (clocks.is_array()) timing["sm_clock_mhz"] = clocks;
+    if (timing.contains("clock_marks") && timing["clock_marks"].is_object()) {
+      timing["clock_marks"]["marked"] = marked;
+      timing["clock_marks"]["read"] = read;
+    }
+  }
+}
+
 }  // namespace
 
 Json join_rounds(const std::vector<std::pair<int, const Json*>>& rounds, const std::vector<std::string>& sources) {
   for (const auto& [round, record] : rounds) {
     if ((*record)["status"] != "ok" || !(*record)["timing"].is_object()) return *record;
   }
+  // Samples of different timing methods measure different things (a fallback
+  // order that fell back in some rounds only): refused, naming the cell.
+  const auto method_of = [](const Json& record) { return record["timing"].value("method", std::string("events")); };
+  const std::string method = method_of(*rounds.front().second);
+  for (const auto& [round, record] : rounds) {
+    if (method_of(*record) == method) continue;
+    throw InputError(sources[static_cast<std::size_t>(round - 1)] + ": records: " +
+                     (*record)["scenario"].get<std::string>() + "/" + (*record)["case_key"].get<std::string>() + " " +
+                     (*record)["implementation"].get<std::string>() + " was timed by " + method_of(*record) + ", round 1 by " +
+                     method + ": merge --rounds joins samples of one timing method only");
+  }
   Json joined = *rounds.front().second;
   Json& timing = joined["timing"];
+  join_method_details(rounds, timing);
   std::vector<double> samples;
   Json round_entries = Json::array();
   std::vector<std::string> noisy_rounds;

@@ -71,8 +71,10 @@ MergeOutcome merge_results(std::vector<MergeInput> inputs, const MergeOptions& o
 // One cell's records from several rounds (in round order; round numbers from
 // 1, as the inputs were given) as one record: every round ok and timed gives
 // the first round's record with the samples of all, statistics and noise of
-// the pooled samples, and timing.rounds; otherwise the first record that is
-// not ok, as it is.
+// the pooled samples, and timing.rounds (with each sample's companions joined
+// alike: cupti's events times and launch overhead, graph's launch times, the
+// SM clocks and their marks); otherwise the first record that is not ok, as
+// it is. Rounds timed by different methods are refused (InputError).
 nlohmann::ordered_json join_rounds(const std::vector<std::pair<int, const nlohmann::ordered_json*>>& rounds,
                                    const std::vector<std::string>& sources);
 

@@ -43,6 +43,7 @@
 #include "harness/results/run_identity.hpp"
 #include "harness/measure/session.hpp"
 #include "harness/measure/statistics.hpp"
+#include "harness/measure/timing_methods.hpp"
 #include "harness/measure/trace.hpp"
 #include "harness/user_paths.hpp"
 #include "harness/measure/traffic_model.hpp"
@@ -64,7 +65,10 @@ Json measure_settings_json(const MeasureSettings& m) {
               {"min_seconds", m.min_seconds},
               {"max_seconds", m.max_seconds},
               {"target_ci_width", m.target_ci_width},
-              {"cache", m.cold_cache ? "cold" : "hot"}};
+              {"cache", m.cold_cache ? "cold" : "hot"},
+              {"timing", timing_method_names(m.timing)},
+              {"graph_calls", m.graph_calls},
+              {"clock_mark_share", m.clock_mark_share}};
 }
 
 Json accuracy_settings_json(const AccuracySettings& a) {
@@ -321,7 +325,7 @@ class ScenarioRunner {
           record["status"] = "skipped";
           record["reason"] = skip_reason;
         } else {
-          note_device(session->backend());
+          note_device(session->backend(), planned.measure);
           if (!inputs_dumped) dump_inputs(scenario, data, case_index, scenario_case.key);
           inputs_dumped = true;
           checked = memory_only_ ? measure_memory(planned, *session, record, case_index, scenario_case.key, progress)
@@ -381,10 +385,18 @@ class ScenarioRunner {
   }
 
   // The device's description and its clocks, when the run first uses it.
-  void note_device(Backend& backend) {
+  // Where the run may time with "cupti", what CUPTI's activity records cost
+  // a launch, measured once.
+  void note_device(Backend& backend, const MeasureSettings& settings) {
     if (std::find(backends_used_.begin(), backends_used_.end(), &backend) == backends_used_.end()) {
       backends_used_.push_back(&backend);
-      results_.note_device(backend.describe(), backend.read_clocks());
+      Json description = backend.describe();
+      const bool cupti = std::find(settings.timing.begin(), settings.timing.end(), TimingMethod::cupti) !=
+                         settings.timing.end();
+      if (cupti && !memory_only_ && backend.timing_method(TimingMethod::cupti).ok) {
+        description["kernel_timer_cost"] = backend.kernel_timer_cost();
+      }
+      results_.note_device(description, backend.read_clocks());
     }
   }
 
@@ -574,23 +586,32 @@ class ScenarioRunner {
     const Json clocks_before = session.backend().read_clocks();
     const HostActivityProbe host_probe;
     const std::string of_samples = " of at least " + std::to_string(settings.min_samples);
-    const Measurement measurement = [&] {
+    Measurement measurement;
+    try {
       const CallWatchdog::Scope watched =
           watch(implementation, "warm-up and timed calls", scenario.name + "#" + std::to_string(case_index));
-      return session.measure(planned.measure, [&](int warmup_calls, int samples) {
+      measurement = session.measure(planned.measure, [&](int warmup_calls, int samples) {
         watched.beat();  // between calls, outside the timed samples
         progress.set_phase(samples == 0 ? "warm-up call " + std::to_string(warmup_calls)
                                         : "sample " + std::to_string(samples) + of_samples);
       });
-    }();
+    } catch (const CaptureRefused& refused) {
+      record["status"] = "skipped";
+      record["reason"] = std::string("timing: ") + refused.what();
+      return checked.accuracy;
+    }
     const Json clocks_after = session.backend().read_clocks();
     const HostActivity host_activity = host_probe.finish();
     const NoiseAssessment noise = assess_noise(measurement.samples_seconds, host_activity);
-    const ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
+    ThrottleVerdict throttling = judge_throttling(clocks_before, clocks_after);
+    const ClockMarks marks = mark_clocks(measurement.sm_mhz, highest_sm_mhz_, settings.clock_mark_share);
+    highest_sm_mhz_ = marks.highest_mhz;
+    add_clock_marks(throttling, marks, measurement.sm_mhz);
     const double median = measurement.statistics.p50;
     const FlopCount flops = flop_count(p);
     const ByteCount compulsory = compulsory_bytes(p);
     record["timing"] = Json{{"clock", session.backend().clock_name()},
+                            {"method", std::string(to_string(measurement.method))},
                             {"simulated", session.backend().kind() == BackendKind::simulator},
                             {"cache", settings.cold_cache ? "cold" : "hot"},
                             {"cache_flush_bytes", settings.cold_cache ? session.backend().cache_flush_bytes() : 0},
@@ -608,6 +629,24 @@ class ScenarioRunner {
                             {"statistics", statistics_json(measurement.statistics)},
                             {"tflops", median > 0 ? flops.total / median / 1e12 : 0.0},
                             {"compulsory_bandwidth_gb_per_s", median > 0 ? compulsory.total() / median / 1e9 : 0.0}};
+    Json& timing = record["timing"];
+    if (!measurement.passed_over.empty()) timing["methods_passed_over"] = measurement.passed_over;
+    if (measurement.method == TimingMethod::cupti) {
+      const std::optional<double> overhead =
+          launch_overhead_seconds(measurement.events_seconds, measurement.samples_seconds);
+      timing["cupti"] = Json{{"events_samples_seconds", measurement.events_seconds},
+                             {"events_p50", measurement.events_seconds.empty()
+                                                ? Json(nullptr)
+                                                : Json(median_of(measurement.events_seconds))},
+                             {"launch_overhead_seconds", overhead ? Json(*overhead) : Json(nullptr)}};
+    }
+    for (const auto& [key, value] : measurement.method_details.items()) timing[key] = value;
+    if (marks.read > 0) {
+      Json clocks = Json::array();
+      for (const std::optional<double>& mhz : measurement.sm_mhz) clocks.push_back(mhz ? Json(*mhz) : Json(nullptr));
+      timing["sm_clock_mhz"] = std::move(clocks);
+      timing["clock_marks"] = marks.to_json(settings.clock_mark_share);
+    }
     record["memory"] = memory_json(session.memory(), session.peak_bytes(), "measured");
     const Json outside_arena = implementation.memory_outside_arena();
     if (!outside_arena.is_null()) record["memory"]["outside_arena"] = outside_arena;
@@ -715,6 +754,7 @@ class ScenarioRunner {
   std::unique_ptr<CrashNote> crash_note_;  // of the implementation and case running now
   CallWatchdog watchdog_;                  // last: its thread uses the members above
   bool context_lost_ = false;
+  double highest_sm_mhz_ = 0;  // the run's highest SM clock read after a sample (ClockMarks)
   // Implementation -> "<scenario>/<case key>" of its case whose device work
   // did not finish within the wait limit earlier in this run (in a process
   // this one resumes), if any.
@@ -936,6 +976,72 @@ void print_resume_note(const ResultsOutput& output, const ResumedRecords& resume
   std::fprintf(stderr, "attnbench: note: %s\n", note.c_str());
 }
 
+// What the devices of `planned`'s available implementations cannot give, found
+// before the run: a timing order none of whose methods a device gives (with
+// each method's reason), and a cold cache whose flush cannot evict the
+// device's last-level cache.
+void check_timing(const PlannedScenario& planned) {
+  std::vector<Diagnostic> problems;
+  std::set<Backend*> checked;
+  const std::string where = planned.scenario->path;
+  for (Implementation* implementation : planned.implementations) {
+    if (!implementation->availability().ok) continue;  // its records say it is unavailable
+    Backend* backend = BackendRegistry::instance().get(implementation->device());
+    if (!backend || !backend->availability().ok || !checked.insert(backend).second) continue;
+    std::string reasons;
+    bool given = false;
+    for (TimingMethod method : planned.measure.timing) {
+      const Verdict verdict = backend->timing_method(method);
+      given = given || verdict.ok;
+      if (!verdict.ok) reasons += (reasons.empty() ? "" : "; ") + std::string(to_string(method)) + ": " + verdict.reason;
+    }
+    if (!given) {
+      problems.push_back({where, "measure.timing",
+                          "the " + std::string(backend->device()) + " device of " + std::string(implementation->name()) +
+                              " cannot time with " + join(timing_method_names(planned.measure.timing), ", ") + " (" +
+                              reasons + "); give --timing with a method it has, or an order to fall back through "
+                              "(e.g. --timing cupti,events)"});
+    }
+    if (planned.measure.cold_cache) {
+      const std::string refusal =
+          eviction_refusal("the cache flush", backend->cache_flush_bytes(), backend->last_level_cache_bytes());
+      if (!refusal.empty()) problems.push_back({where, "measure.cache", "cold on " + std::string(backend->device()) + ": " + refusal});
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);
+}
+
+// --lock-clocks: the clocks of each GPU the plan uses, held from the start of
+// the run and given back when it ends, fails, or (restore(), from the
+// interrupt watcher) is interrupted. A GPU whose clocks this process may not
+// lock runs unlocked, which its device record and the summary say.
+class ClockLocks {
+ public:
+  explicit ClockLocks(const std::vector<PlannedScenario>& plan) {
+    for (const PlannedScenario& planned : plan) {
+      for (Implementation* implementation : planned.implementations) {
+        Backend* backend = BackendRegistry::instance().get(implementation->device());
+        if (!backend || backend->kind() != BackendKind::accelerator || !backend->availability().ok) continue;
+        if (std::find(tried_.begin(), tried_.end(), backend) != tried_.end()) continue;
+        tried_.push_back(backend);
+        if (const std::string refused = backend->lock_clocks(); !refused.empty()) {
+          std::fprintf(stderr, "attnbench: --lock-clocks: the %s device's clocks stay unlocked: %s\n",
+                       std::string(backend->device()).c_str(), refused.c_str());
+        }
+      }
+    }
+  }
+  ~ClockLocks() { restore(); }
+  ClockLocks(const ClockLocks&) = delete;
+  ClockLocks& operator=(const ClockLocks&) = delete;
+  void restore() {
+    for (Backend* backend : tried_) backend->restore_clocks();
+  }
+
+ private:
+  std::vector<Backend*> tried_;
+};
+
 // "24 records: 20 ok, 3 skipped, 1 failed"
 std::string record_counts(const Json& records) {
   std::map<std::string, std::size_t> by_status;
@@ -975,6 +1081,7 @@ int run_scenarios(const RunOptions& options) {
     planned.measure = options.measurement.applied_to(scenario.measure, scenario.path);
     planned.settings = record_settings(measure_settings_json(planned.measure), accuracy_settings_json(scenario.accuracy),
                                        threads, profile);
+    if (!options.memory_only) check_timing(planned);
     if (options.memory_only) planned.settings["memory_only"] = true;
     for (std::size_t i = 0; i < scenario.cases.size(); ++i) {
       if (!filter || filter->search(scenario.name + "/" + scenario.cases[i].key)) planned.cases.push_back(i);
@@ -996,8 +1103,10 @@ int run_scenarios(const RunOptions& options) {
   ResultsOutput output(output_path, existing);
   CaseDumper dumper(options.dump_dir, existing, plan);
 
+  std::optional<ClockLocks> clock_locks;
   std::optional<InterruptGuard> interrupts;
   interrupts.emplace([&](int signal) {
+    if (clock_locks) clock_locks->restore();
     if (options.interactive) std::fputs("\r\033[K", stderr);
     SavedRecords saved;
     const StopState state = output.save_and_stop(saved);
@@ -1019,6 +1128,7 @@ int run_scenarios(const RunOptions& options) {
     }
   });
 
+  if (options.lock_clocks) clock_locks.emplace(plan);
   ResultsDocument document(options.command_line, threads);
   document.set_shard(options.shard);
   document.set_filter(options.filter);
@@ -1113,6 +1223,7 @@ int run_scenarios(const RunOptions& options) {
   for (Backend* backend : runner.backends_used()) {
     output.set_device_clocks(backend->describe(), "run_end", backend->read_clocks());
   }
+  if (clock_locks) clock_locks->restore();
   output.set_load_average("run_end", load_average());
   try {
     output.finish();

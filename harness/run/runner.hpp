@@ -35,6 +35,7 @@ struct RunOptions {
   bool profile_kernels = false;              // and one range per kernel (--profile-kernels)
   std::optional<Shard> shard;                // --shard K/N: only this part of the cases
   bool calibrate = false;                    // --calibrate: the host calibration even for a small run
+  bool lock_clocks = false;                  // --lock-clocks: hold the GPUs' clocks for the run where permitted
   bool check_machine = false;                // --check-machine: print the machine check before the run
   bool memory_only = false;                  // --memory-only: no timing; memory measured by one checked call or planned
   bool interactive = false;                  // stderr is a terminal

@@ -56,6 +56,53 @@ std::size_t fewest_samples_with_a_median_interval() {
 
 }  // namespace
 
+std::string timing_method_line(const Json& timing) {
+  if (!timing.is_object()) return "";
+  std::string line;
+  const std::string method = timing.value("method", std::string("events"));
+  if (method == "cupti" && timing.contains("cupti")) {
+    const Json& cupti = timing["cupti"];
+    line = "timing cupti: kernels " + format_seconds(timing["statistics"]["p50"].get<double>());
+    if (cupti["events_p50"].is_number()) line += ", events " + format_seconds(cupti["events_p50"].get<double>());
+    if (cupti["launch_overhead_seconds"].is_number()) {
+      line += ", launch overhead " + format_seconds(cupti["launch_overhead_seconds"].get<double>());
+    }
+  } else if (method == "graph" && timing.contains("graph")) {
+    const Json& graph = timing["graph"];
+    line = "timing graph: " + std::to_string(graph["calls_per_graph"].get<int>()) + " calls per launch";
+    if (!graph["flush_graph_seconds"].empty()) {
+      line += ", the flush's " + format_seconds(graph["flush_seconds_per_call"].get<double>()) + " per call subtracted";
+    }
+  }
+  if (timing.contains("methods_passed_over")) {
+    std::string passed;
+    for (const Json& reason : timing["methods_passed_over"]) passed += (passed.empty() ? "" : "; ") + reason.get<std::string>();
+    line += std::string(line.empty() ? "timing " + method : "") + " (fell back past " + passed + ")";
+  }
+  return line;
+}
+
+std::string clock_policy_line(const Json& device) {
+  if (!device.contains("clock_policy")) return "";
+  const std::string name = device.value("name", std::string("the device"));
+  const Json& policy = device["clock_policy"];
+  if (policy == "default") {
+    return "clocks: " + name + " ran with unlocked clocks (the GPU boosts and throttles on its own; "
+           "--lock-clocks holds them where permitted, and clock marks flag slow samples either way).";
+  }
+  return "clocks: " + name + " locked at " + policy.dump() + ", restored at the end.";
+}
+
+std::string kernel_timer_cost_line(const Json& device) {
+  if (!device.contains("kernel_timer_cost") || !device["kernel_timer_cost"].is_object()) return "";
+  const Json& cost = device["kernel_timer_cost"];
+  return "cupti: CUPTI's activity records add " + format_seconds(cost["added_seconds_per_launch"].get<double>()) +
+         " to a launch on " + device.value("name", std::string("the device")) + " (" +
+         format_seconds(cost["launch_seconds_with"].get<double>()) + " with, " +
+         format_seconds(cost["launch_seconds_without"].get<double>()) +
+         " without, measured once); the kernel times exclude it, the events times beside them do not.";
+}
+
 void print_summary(const ResultsDocument& results) {
   const Json& records = results.json()["records"];
   // (--resume keeps a run in one mode, so its first record tells.)
@@ -130,6 +177,9 @@ void print_summary(const ResultsDocument& results) {
         std::printf("%s\n", line.c_str());
       }
     }
+    if (const std::string line = timing_method_line(timing); !line.empty()) {
+      for (const std::string& wrapped : wrap_words(line, 80, "    ")) std::printf("%s\n", wrapped.c_str());
+    }
     for (const Json& warning : record.value("warnings", Json::array())) {
       for (const std::string& line : wrap_words("warning: " + warning.get<std::string>(), 80, "    ")) {
         std::printf("%s\n", line.c_str());
@@ -146,6 +196,13 @@ void print_summary(const ResultsDocument& results) {
                                   : "");
     std::printf("\n");
     for (const std::string& line : wrap_words(legend, 80, "")) std::printf("%s\n", line.c_str());
+  }
+  for (const Json& device : results.json()["devices"]) {
+    for (const std::string& line : {clock_policy_line(device), kernel_timer_cost_line(device)}) {
+      if (line.empty()) continue;
+      std::printf("\n");
+      for (const std::string& wrapped : wrap_words(line, 80, "")) std::printf("%s\n", wrapped.c_str());
+    }
   }
   if (any_planned) {
     std::printf("\n");

@@ -25,6 +25,20 @@ std::string short_case_label(const nlohmann::ordered_json& problem);
 // last one.
 void print_summary(const ResultsDocument& results);
 
+// The line under a record's row naming what its timing method adds: cupti's
+// kernel and events medians and the launch overhead, graph's calls per launch
+// and the flush subtracted, and the methods a fallback order passed over; ""
+// for a record timed by events without a fallback.
+std::string timing_method_line(const nlohmann::ordered_json& timing);
+
+// The line naming a GPU's clock policy: unlocked ("default") or the locked
+// clocks; "" for a device that records none.
+std::string clock_policy_line(const nlohmann::ordered_json& device);
+
+// The line saying what CUPTI's activity records cost a launch on a device
+// (devices[].kernel_timer_cost, measured once per run); "" where not measured.
+std::string kernel_timer_cost_line(const nlohmann::ordered_json& device);
+
 // A line saying that other work competed for the CPUs during the run, or "":
 // when the 1-minute load average at the start plus this run's threads, or the
 // load at the end (which includes this run), exceeds the CPUs available by

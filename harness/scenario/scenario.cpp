@@ -541,6 +541,19 @@ class ScenarioParser {
     s.max_seconds = m.value("max_seconds", s.max_seconds);
     s.target_ci_width = m.value("target_ci_width", s.target_ci_width);
     s.cold_cache = m.value("cache", std::string("cold")) == "cold";
+    if (m.contains("timing")) {  // the schema admits a method's name or a list of them
+      const Json& timing = m["timing"];
+      s.timing.clear();
+      for (const Json& name : timing.is_array() ? timing : Json::array({timing})) {
+        const TimingMethod method = *parse_timing_method(name.get<std::string>());
+        if (std::find(s.timing.begin(), s.timing.end(), method) != s.timing.end()) {
+          error("measure.timing", "names " + name.dump() + " twice");
+        }
+        s.timing.push_back(method);
+      }
+    }
+    s.graph_calls = m.value("graph_calls", s.graph_calls);
+    s.clock_mark_share = m.value("clock_mark_share", s.clock_mark_share);
     if (s.max_samples < s.min_samples) {
       error("measure.max_samples", "must be >= min_samples (" + std::to_string(s.min_samples) +
                                        "), got " + std::to_string(s.max_samples));

@@ -12,7 +12,8 @@
 #   - on a Hopper, cuda.flash.sm90 beside cuda.flash and cuda.cublas on the
 #     FlashAttention-3 forward grid, then the short forward and forward+backward
 #     benchmark (with the CUPTI profiling pass: measured DRAM bytes beside the
-#     models), attnbench doctor's NVML checks, the FlashAttention-3 ablation;
+#     models), the three timing methods side by side, attnbench doctor's NVML
+#     checks, the FlashAttention-3 ablation;
 #   - cuda.flash.sm90's SASS, compute-sanitizer's memcheck, racecheck and
 #     synccheck on one small padded, causal case with dropout for every CUDA
 #     kernel, one case's DRAM bytes cross-checked with ncu, Table 21 with
@@ -25,8 +26,8 @@
 # take: a section whose time limit would pass it is cut to what is left, and
 # skipped where less than its useful minimum is left, saying so in steps.log.
 # DEVICE_CHECK_SKIP names sections to leave out (space-separated: differential
-# gpu-tests fa3-grid benchmark doctor fa3-ablation sm90-sass sanitizer ncu
-# table21 torch-peer plugin), for a second call that runs what the first did not.
+# gpu-tests fa3-grid benchmark timing-methods doctor fa3-ablation sm90-sass
+# sanitizer ncu table21 torch-peer plugin), for a second call that runs what the first did not.
 #
 # The device tool brings back at most 8 files of at most 16 MiB each from $OUT,
 # and this check writes some forty: given BUNDLEDIR, every step also refreshes
@@ -213,6 +214,25 @@ if section benchmark 120 40; then
   step "benchmark: exit $bench_status (report-seqlen.md)"
 fi
 
+# The timing methods side by side (docs/design.md §4.1): scenarios/timing_methods.json
+# once per --timing method, cold and hot, then scripts/compare_timing_methods.py:
+# on N 8k cupti and graph within 2% of each other, on N 512 hot the events time
+# above both by the launch overhead (timing-methods.txt).
+timing_status=skipped
+if section timing-methods 150 60; then
+  step "timing methods (scenarios/timing_methods.json: events, cupti, graph, cold and hot; at most $limit s)"
+  timing_status=0
+  for cache in cold hot; do
+    for method in events cupti graph; do
+      timeout -k 10 $(( limit / 6 )) "$bin/attnbench" run scenarios/timing_methods.json --timing "$method" --"$cache" \
+        --no-profile --overwrite -o "$out/timing-$method-$cache.json" > "$out/timing-$method-$cache.log" 2>&1 ||
+        timing_status=$?
+    done
+  done
+  python3 scripts/compare_timing_methods.py "$out"/timing-*-*.json > "$out/timing-methods.txt" 2>&1 || timing_status=$?
+  step "timing methods: exit $timing_status, $(tail -n 1 "$out/timing-methods.txt") (timing-methods.txt)"
+fi
+
 # attnbench doctor on the GPU machine: the NVML checks (other processes,
 # persistence, power limit, ECC, clocks, throttle reasons) read from a real device.
 doctor_status=skipped
@@ -370,7 +390,7 @@ PY
   fi
   step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
   fi
-step "done: differential $differential_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: differential $differential_status, timing methods $timing_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="
@@ -383,6 +403,8 @@ for table in fa3-grid fa3-ablation; do
     cat "$out/report-$table.md"
   fi
 done
+echo "== timing methods: events, cupti, graph =="
+cat "$out/timing-methods.txt" 2> /dev/null || echo "(not run)"
 echo "== benchmark (median ms and TFLOP/s) =="
 cat "$out/report-seqlen.md" 2> /dev/null || echo "(not written; see benchmark.log)"
 if [[ -f $out/report-peers.md ]]; then

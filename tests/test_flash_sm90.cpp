@@ -98,6 +98,73 @@ std::string case_name(const ::testing::TestParamInfo<Sm90Case>& param_info) { re
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90, ::testing::ValuesIn(kCases), case_name);
 
+// ---- The backward ------------------------------------------------------------------
+
+// cudasim.flash.sm90's backward (kernels/cuda/flash_sm90_backward.cu), forward
+// and backward in one call, against the oracle: the per-dtype bounds and the
+// fused-versus-baseline rule against cudasim.cublas, whose backward is the
+// materialising one.
+struct Sm90BackwardCase {
+  const char* name;
+  InputDType dtype;
+  std::int64_t head_dim, batch, heads, kv_heads, seqlen_q, seqlen_k;
+  Layout layout;
+  MaskSpec mask;
+  bool padded;  // batch element 1 shorter than the tensors
+};
+
+const Sm90BackwardCase kBackwardCases[] = {
+    {"fp16_d64_q200_k130", InputDType::fp16, 64, 1, 1, 1, 200, 130, Layout::bshd, MaskSpec{}, false},
+    {"bf16_d128_q130_k200", InputDType::bf16, 128, 1, 1, 1, 130, 200, Layout::bshd, MaskSpec{}, false},
+};
+
+class FlashSm90Backward : public ::testing::TestWithParam<Sm90BackwardCase> {};
+
+TEST_P(FlashSm90Backward, MatchesTheOracleUnderTheSanitizer) {
+  cudasim::set_sanitizer_enabled(true);
+  const Sm90BackwardCase& c = GetParam();
+  Problem p;
+  p.direction = Direction::fwd_bwd;
+  p.batch = c.batch;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.seqlen_q = c.seqlen_q;
+  p.seqlen_k = c.seqlen_k;
+  p.head_dim = c.head_dim;
+  p.dtype = c.dtype;
+  p.layout = c.layout;
+  p.mask = c.mask;
+  p.input.seed = 29;
+  if (c.padded) {
+    p.lengths_q = {c.seqlen_q, c.seqlen_q - 37};
+    p.lengths_k = {c.seqlen_k, c.seqlen_k - 61};
+  }
+  resolve_lengths(p);
+  ASSERT_TRUE(check_problem(p).empty());
+  const AccuracySettings settings;
+  CaseData data(p, settings, 2);
+  std::map<std::string, AccuracyResult> results;
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.cublas"}) {
+    Implementation* implementation = ImplementationRegistry::instance().find(name);
+    ASSERT_NE(implementation, nullptr) << name;
+    std::string skip_reason;
+    const auto session = ImplementationSession::open(*implementation, data, 2, skip_reason);
+    ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
+    session->checked_call();
+    results[name] = session->check_accuracy(session->copy_outputs());
+  }
+  AccuracyResult& sm90 = results.at("cudasim.flash.sm90");
+  apply_baseline_rule(sm90, results.at("cudasim.cublas"), element_type(c.dtype), settings);
+  EXPECT_TRUE(sm90.rule_applied);
+  EXPECT_EQ(sm90.status, "passed") << sm90.reason << "\n" << sm90.to_json().dump(1);
+}
+
+std::string backward_case_name(const ::testing::TestParamInfo<Sm90BackwardCase>& param_info) {
+  return param_info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90Backward, ::testing::ValuesIn(kBackwardCases), backward_case_name);
+
 // ---- The schedule --------------------------------------------------------------
 
 // One forward call of `implementation` on B1 H2 N512 d64 (four key tiles per

@@ -1,13 +1,16 @@
 // cuda.flash.sm90 as the harness sees it: the warp-specialised Hopper forward
-// (kernels/cuda/flash_sm90_forward.cu: TMA, mbarrier pipeline, wgmma), forward
-// only. Built for sm_90a alone: on any other GPU it is unavailable and says
-// why. Its workspace is the per-batch lengths of a padded problem. Registered
-// three times, the same kernel instances with the schedule's run-time flags
+// (kernels/cuda/flash_sm90_forward.cu) and backward
+// (kernels/cuda/flash_sm90_backward.cu), TMA, mbarrier pipelines, wgmma. Built
+// for sm_90a alone: on any other GPU it is unavailable and says why. Its
+// workspace is the per-batch lengths of a padded problem, then, with a
+// backward, D, LSE·log2(e) and the fp32 dQ accumulator. Registered three
+// times, the same kernel instances with the forward schedule's run-time flags
 // (Sm90Schedule) set apart, so that a GPU run measures what each overlap is
-// worth: cuda.flash.sm90 (both on), cuda.flash.sm90.serial (each tile's
-// softmax after the previous P·V, the consumers still taking turns) and
-// cuda.flash.sm90.no_pingpong (the consumers issuing their GEMMs whenever they
-// are ready).
+// worth: cuda.flash.sm90 (both on; forward, backward and fwd+bwd),
+// cuda.flash.sm90.serial (each tile's softmax after the previous P·V, the
+// consumers still taking turns) and cuda.flash.sm90.no_pingpong (the consumers
+// issuing their GEMMs whenever they are ready); the two ablations are
+// forward-only, since the backward does not read the flags.
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +21,8 @@
 #include "kernels/cuda/cuda_build.hpp"
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/flash_sm90_backward.hpp"
+#include "kernels/cuda/flash_sm90_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_forward.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/sm90a_device.hpp"
@@ -43,9 +48,10 @@ class CudaFlashSm90 final : public CudaImplementation {
       return "cuda.flash.sm90 with the ping-pong between its consumer warpgroups switched off (a run-time flag): "
              "the ablation";
     }
-    return "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier pipeline, a "
-           "producer warpgroup and two wgmma consumer warpgroups taking turns at the tensor cores, each tile's "
-           "softmax overlapping the previous P·V; O(N) memory";
+    return "fused FlashAttention-3-class forward and backward for Hopper (sm_90a): TMA loads through mbarrier "
+           "pipelines, a producer warpgroup and two wgmma warpgroups (forward: taking turns at the tensor cores, "
+           "each tile's softmax overlapping the previous P·V; backward: K and V resident, dQ reduced into fp32); "
+           "O(N) memory";
   }
   std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
@@ -58,7 +64,16 @@ class CudaFlashSm90 final : public CudaImplementation {
   }
 
   Verdict supports(const Problem& p) const override {
-    if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
+    if (is_ablation()) {
+      if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
+    }
+    if (has_backward(p.direction)) {
+      if (!Sm90BackwardHeadDims::contains(p.head_dim)) {
+        return Verdict::no(std::string(name()) + "'s backward supports head_dim " + Sm90BackwardHeadDims::names() +
+                           ", not " + std::to_string(p.head_dim));
+      }
+      if (p.dropout.probability > 0.0) return Verdict::no(std::string(name()) + "'s backward has no dropout yet");
+    }
     if (!Sm90HeadDims::contains(p.head_dim)) {
       return Verdict::no(std::string(name()) + " supports head_dim " + Sm90HeadDims::names() + ", not " +
                          std::to_string(p.head_dim));
@@ -86,13 +101,22 @@ class CudaFlashSm90 final : public CudaImplementation {
   }
 
   std::size_t workspace_bytes(const Problem& p, const ExecutionContext&) const override {
-    return device_lengths_bytes(p);
+    return device_lengths_bytes(p) + (has_backward(p.direction) ? flash_sm90_backward_workspace_bytes(p) : 0);
   }
 
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const cudaStream_t stream = stream_of(context);
     launch_flash_sm90_forward(make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream)), p.dtype,
                               buffers, schedule_, stream);
+  }
+
+  // The lengths part of the workspace is a multiple of 256 bytes, so the
+  // backward's part after it stays 256-byte aligned.
+  void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
+    const cudaStream_t stream = stream_of(context);
+    const AttentionParams params = make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream));
+    launch_flash_sm90_backward(params, p.dtype, buffers,
+                               static_cast<unsigned char*>(buffers.workspace.data) + device_lengths_bytes(p), stream);
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext&) const override {
@@ -107,10 +131,25 @@ class CudaFlashSm90 final : public CudaImplementation {
                                    {"loads", "TMA (cp.async.bulk.tensor), 128-byte swizzle, full/empty mbarriers"},
                                    {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S: SS, P·V: RS"},
                                    {"softmax", "online, base 2 (ex2.approx), scale folded into log2(e)"}};
-    return nlohmann::ordered_json{{"forward", forward}};
+    nlohmann::ordered_json configuration{{"forward", forward}};
+    if (has_backward(p.direction)) {
+      const FlashSm90BackwardShape backward = flash_sm90_backward_shape(static_cast<int>(p.head_dim));
+      configuration["backward"] = {
+          {"block_m", backward.block_m},
+          {"block_n", backward.block_n},
+          {"warpgroups", {{"producer", 1}, {"mma", backward.consumers}}},
+          {"stages", backward.stages},
+          {"shared_memory_bytes", backward.shared_bytes},
+          {"loads", "TMA: K and V once per CTA; Q, dO, LSE and D per query tile, full/empty mbarriers"},
+          {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S^T, dP^T: SS; dV, dK: RS; dQ: SS"},
+          {"dq", "fp32 accumulator in the workspace, red.global.add.v2.f32 per 64x64 part, unordered"}};
+    }
+    return configuration;
   }
 
  private:
+  bool is_ablation() const { return !schedule_.softmax_overlaps_pv || !schedule_.pingpong; }
+
   Sm90Schedule schedule_;
 };
 

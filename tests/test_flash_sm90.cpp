@@ -111,24 +111,30 @@ struct Sm90BackwardCase {
   Layout layout;
   MaskSpec mask;
   bool padded;  // batch element 1 shorter than the tensors
+  double dropout;
 };
 
 const Sm90BackwardCase kBackwardCases[] = {
-    {"fp16_d64_q200_k130", InputDType::fp16, 64, 1, 1, 1, 200, 130, Layout::bshd, MaskSpec{}, false},
-    {"bf16_d128_q130_k200", InputDType::bf16, 128, 1, 1, 1, 130, 200, Layout::bshd, MaskSpec{}, false},
+    {"fp16_d64_q200_k130", InputDType::fp16, 64, 1, 1, 1, 200, 130, Layout::bshd, MaskSpec{}, false, 0.0},
+    {"bf16_d128_q130_k200", InputDType::bf16, 128, 1, 1, 1, 130, 200, Layout::bshd, MaskSpec{}, false, 0.0},
     // Grouped heads 6:2 (a wrong head mapping gives a wrong answer), both
     // causal alignments, padding, the bhsd layout.
     {"bf16_d128_bhsd_gqa6to2_q200_k330_causal_bottom_right_padded", InputDType::bf16, 128, 2, 6, 2, 200, 330,
-     Layout::bhsd, MaskSpec{true, true, -1, -1}, true},
+     Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.0},
     // 8:1 over 3 query tiles: each stage of the ring is used 12 times per CTA
     // (its parity flips); top-left causal with Lq < Lk leaves the CTAs of keys
     // past 260 with no visible query (their dK and dV are zeros).
     {"fp16_d64_gqa8to1_q260_k700_causal_top_left", InputDType::fp16, 64, 1, 8, 1, 260, 700, Layout::bshd,
-     MaskSpec{true, false, -1, -1}, false},
+     MaskSpec{true, false, -1, -1}, false, 0.0},
     {"fp16_d64_bhsd_gqa8to2_q300_k400_window_padded", InputDType::fp16, 64, 2, 8, 2, 300, 400, Layout::bhsd,
-     MaskSpec{false, false, 100, 30}, true},
+     MaskSpec{false, false, 100, 30}, true, 0.0},
     {"bf16_d128_q1_k300_causal_top_left", InputDType::bf16, 128, 1, 2, 2, 1, 300, Layout::bshd,
-     MaskSpec{true, false, -1, -1}, false},
+     MaskSpec{true, false, -1, -1}, false, 0.0},
+    // Dropout, the forward's keep mask regenerated element for element.
+    {"bf16_d128_gqa2to1_q200_k300_dropout", InputDType::bf16, 128, 1, 2, 1, 200, 300, Layout::bshd, MaskSpec{},
+     false, 0.15},
+    {"fp16_d64_bhsd_q260_k200_causal_bottom_right_dropout_padded", InputDType::fp16, 64, 2, 2, 2, 260, 200,
+     Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.1},
 };
 
 class FlashSm90Backward : public ::testing::TestWithParam<Sm90BackwardCase> {};
@@ -147,6 +153,7 @@ TEST_P(FlashSm90Backward, MatchesTheOracleUnderTheSanitizer) {
   p.dtype = c.dtype;
   p.layout = c.layout;
   p.mask = c.mask;
+  p.dropout = DropoutSpec{c.dropout, 0x5eedull, 3};
   p.input.seed = 29;
   if (c.padded) {
     p.lengths_q = {c.seqlen_q, c.seqlen_q - 37};

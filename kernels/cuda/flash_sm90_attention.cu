@@ -72,7 +72,6 @@ class CudaFlashSm90 final : public CudaImplementation {
         return Verdict::no(std::string(name()) + "'s backward supports head_dim " + Sm90BackwardHeadDims::names() +
                            ", not " + std::to_string(p.head_dim));
       }
-      if (p.dropout.probability > 0.0) return Verdict::no(std::string(name()) + "'s backward has no dropout yet");
     }
     if (!Sm90HeadDims::contains(p.head_dim)) {
       return Verdict::no(std::string(name()) + " supports head_dim " + Sm90HeadDims::names() + ", not " +

@@ -68,7 +68,7 @@
 // the four products reading the stage). Named barriers: kDsBarrier (the 256
 // MMA threads, per tile and before the epilogue), kEpilogueBarrier + c.
 //
-// Not yet in this kernel: head dim 256, dropout, the deterministic order, the
+// Not yet in this kernel: head dim 256, the deterministic order, the
 // bulk reduce-add of a whole dQ part, the overlaps between the products.
 #include "kernels/cuda/flash_sm90_backward.hpp"
 
@@ -87,6 +87,7 @@
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_backward_geometry.hpp"
+#include "kernels/cuda/fragment_softmax.hpp"
 #include "kernels/cuda/hopper_epilogue.hpp"
 #include "kernels/cuda/hopper_pipeline.hpp"
 #include "kernels/cuda/hopper_primitives.hpp"
@@ -114,7 +115,9 @@ constexpr int kMmaThreads = 256;
 // addresses pass through it once per query tile, so that their wgmma
 // descriptors (2 · head_dim / 16 + 128 / 16 of 64 bits, loop-invariant) are
 // recomputed each time instead of held in registers across the loop.
-__device__ __forceinline__ std::uint32_t opaque(std::uint32_t value) {
+template <typename Value>
+__device__ __forceinline__ Value opaque(Value value) {
+  static_assert(sizeof(Value) == 4, "a 32-bit register");
 #if !defined(ATTNBENCH_CUDASIM)
   asm volatile("" : "+r"(value));
 #endif
@@ -222,7 +225,7 @@ __device__ __forceinline__ void load_tiles(const Sm90BackwardCta<kHeadDim>& cta,
 
 // An MMA warpgroup: its 64 keys through every (head, query tile) of the CTA,
 // dK and dV in registers, its dQ parts into the accumulator, then its epilogue.
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kDropout>
 __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const AttentionParams& params,
                                     const Sm90BackwardMaps& maps, int consumer, float scale_log2,
                                     float* __restrict__ dq_accumulator, int padded_rows) {
@@ -244,7 +247,9 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
   }
   const KeyRange full_rows =
       fully_visible_queries(params.mask, consumer_key, consumer_key + T::kConsumerKeys, len_q, len_k);
+  const auto full_begin = static_cast<int>(full_rows.begin), full_end = static_cast<int>(full_rows.end);
   const Sm90DqPart dq_part = sm90_dq_part(consumer, T::kBlockM, kHeadDim);
+  const float keep_scale = kDropout ? params.dropout.keep_scale : 1.0f;
 
   // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
   // (key) 16·warp + lane / 4 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane % 4) + (i & 1).
@@ -258,7 +263,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     const int head = cta.head_of(step);
     const int first_row = cta.tile_of(step) * T::kBlockM;
     const int stage = state.stage();
-    const bool whole = full_rows.begin <= first_row && first_row + T::kBlockM <= full_rows.end;
+    const bool whole = full_begin <= first_row && first_row + T::kBlockM <= full_end;
     const std::uint32_t k_tile = opaque(cta.k_tile()), v_tile = opaque(cta.v_tile());
 
     // Per slice of 64 queries: Sᵀ = K_c·Qᵀ and dPᵀ = V_c·dOᵀ (one group), Pᵀ
@@ -270,7 +275,32 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     ring.consumer_wait(state, T::kQueries);
     ring.consumer_wait(state, T::kGradients);
     const std::uint32_t ds_tile = cta.ds_tile(step % 2);
+    // The dropout keep bits of each slice (bit 4n + e: element e of 8-query
+    // group n), before any product of the tile holds registers; a rolled loop
+    // keeps Philox's registers out of the unrolled code.
+    std::uint32_t keep[kSlices];
+#pragma unroll
+    for (int slice = 0; slice < kSlices; ++slice) keep[slice] = ~0u;
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int slice = 0; slice < kSlices; ++slice) {
+        keep[slice] = 0;
+#pragma unroll 1
+        for (int n = 0; n < 8; ++n) {
+          keep[slice] |= transposed_dropout_keep_bits<1>(params.dropout, static_cast<std::uint32_t>(cta.batch),
+                                                         static_cast<std::uint32_t>(head),
+                                                         first_row + 64 * slice + 8 * n,
+                                                         consumer_key + T::kWarpKeys * warp, lane)
+                         << (4 * n);
+        }
+      }
+    }
     std::uint32_t p[T::kBlockM / 16][4];
+    // Pins a slice's Pᵀ fragments until a wait has covered the dV product reading them.
+    const auto fence_slice = [&p](int slice) {
+#pragma unroll
+      for (int s = 4 * slice; s < 4 * slice + 4; ++s) wgmma_fence_operand(p[s]);
+    };
 #pragma unroll
     for (int slice = 0; slice < kSlices; ++slice) {
       const int first_query = 64 * slice;
@@ -293,7 +323,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
       wgmma_fence_operand(scores);
       wgmma_fence_operand(d_scores);
       wgmma_fence_operand(d_value);
-      wgmma_fence_operand(p);
+      if (slice > 0) fence_slice(slice - 1);
 
       // The visible queries of the thread's two keys relative to its first
       // column of the slice (everything, for a tile the whole warpgroup sees).
@@ -314,8 +344,11 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
           const bool visible = begin[e >> 1] <= query && query < end[e >> 1];
           const float exponent = scores[4 * n + e] * scale_log2 - ((e & 1) ? lse.y : lse.x);
           const float probability = FastExp2::exp(visible ? exponent : kNegativeInfinity);  // a select, no branch
-          scores[4 * n + e] = probability;
-          d_scores[4 * n + e] = probability * (d_scores[4 * n + e] - ((e & 1) ? delta.y : delta.x));
+          // Dropout: Pᵀ ∘ Zᵀ for dV (1/(1-p) applied at the end), and dPᵀ ∘ Zᵀ/(1-p) for dSᵀ.
+          const bool kept = !kDropout || ((keep[slice] >> (4 * n + e)) & 1u);
+          const float d_probability = kept ? d_scores[4 * n + e] * keep_scale : 0.0f;
+          scores[4 * n + e] = kept ? probability : 0.0f;
+          d_scores[4 * n + e] = probability * (d_probability - ((e & 1) ? delta.y : delta.x));
         }
       }
 #pragma unroll
@@ -329,7 +362,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
         store_fragment_columns(ds_tile, T::kDsPanelBytes, T::kConsumerKeys * consumer, 8 * slice + 2 * s, ds);
       }
       wgmma_fence_operand(d_value);
-      wgmma_fence_operand(p);
+      fence_slice(slice);
       wgmma_fence();
 #pragma unroll
       for (int s = 4 * slice; s < 4 * slice + 4; ++s) {
@@ -338,7 +371,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
       }
       wgmma_commit_group();
       wgmma_fence_operand(d_value);
-      wgmma_fence_operand(p);
+      fence_slice(slice);
     }
     fence_proxy_async();
     named_barrier_sync(kDsBarrier, kMmaThreads);  // both warpgroups' rows of the dSᵀ tile are written
@@ -371,7 +404,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     wgmma_fence_operand(d_query);
     wgmma_fence_operand(d_value);
     wgmma_fence_operand(d_key);
-    wgmma_fence_operand(p);
+    fence_slice(kSlices - 1);
     if (thread == 0) ring.consumer_release(state);  // Sᵀ, dPᵀ, dV and dK have read the stage
 
     // The part into the accumulator: one contiguous 64 × 64 block.
@@ -390,7 +423,10 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
   // staged over this warpgroup's rows of the K and V tiles.
   named_barrier_sync(kDsBarrier, kMmaThreads);
 #pragma unroll
-  for (int i = 0; i < kHeadDim / 2; ++i) d_key[i] *= params.scale;
+  for (int i = 0; i < kHeadDim / 2; ++i) {
+    d_key[i] *= params.scale;
+    d_value[i] *= keep_scale;
+  }
   const std::uint32_t own_rows = static_cast<std::uint32_t>(T::kConsumerKeys * consumer * T::kRowBytes);
   store_accumulators_with_tma<Element, kHeadDim>(d_key, cta.k_tile() + own_rows, T::kKeyPanelBytes,
                                                  kEpilogueBarrier + consumer, &maps.d_k, 0, consumer_key, cta.kv_head,
@@ -400,7 +436,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
                                                  cta.batch);
 }
 
-template <typename Element, int kHeadDim>
+template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(Sm90BackwardTraits<kHeadDim>::kThreads, 1)
     flash_sm90_backward_kernel(const __grid_constant__ Sm90BackwardMaps maps, AttentionParams params,
                                float* __restrict__ dq_accumulator, int padded_rows, float scale_log2) {
@@ -416,7 +452,7 @@ __global__ void __launch_bounds__(Sm90BackwardTraits<kHeadDim>::kThreads, 1)
     return;
   }
   setmaxnreg_inc<T::kConsumerRegisters>();
-  consume_query_tiles<Element, kHeadDim>(cta, params, maps, warpgroup - 1, scale_log2, dq_accumulator, padded_rows);
+  consume_query_tiles<Element, kHeadDim, kDropout>(cta, params, maps, warpgroup - 1, scale_log2, dq_accumulator, padded_rows);
 }
 
 // ---- 1. prepare and 3. convert: per query row ----------------------------------------
@@ -548,11 +584,16 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
                                   kHeadDim, T::kConsumerKeys, kBf16, "dV");
   maps.lse_log2 = row_vector_map(lse_log2, padded_rows, params.batch * params.heads, T::kBlockM, "LSE·log2(e)");
   maps.delta = row_vector_map(delta, padded_rows, params.batch * params.heads, T::kBlockM, "D");
-  auto* const kernel = &flash_sm90_backward_kernel<Element, kHeadDim>;
-  static const bool shared_limit_raised = [kernel] {
-    ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
+  auto* const with_dropout = &flash_sm90_backward_kernel<Element, kHeadDim, true>;
+  auto* const without_dropout = &flash_sm90_backward_kernel<Element, kHeadDim, false>;
+  static const bool shared_limit_raised = [with_dropout, without_dropout] {
+    for (auto* const instance : {with_dropout, without_dropout}) {
+      ATTNBENCH_CUDA_CHECK(
+          cudaFuncSetAttribute(instance, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
+    }
     return true;
   }();
+  auto* const kernel = params.dropout.enabled ? with_dropout : without_dropout;
   (void)shared_limit_raised;
   const dim3 grid(static_cast<unsigned>((params.seqlen_k + T::kBlockN - 1) / T::kBlockN),
                   static_cast<unsigned>(params.kv_heads), static_cast<unsigned>(params.batch));

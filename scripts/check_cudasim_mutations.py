@@ -138,6 +138,39 @@ MUTATIONS += [
      "inline constexpr int kFruitlessTimeOuts = 1;",
      "Hopper.AThreadThatPollsThenCompletesThePhaseItselfIsNoDeadlock", "test_cudasim_hopper"),
 ]
+# The global reductions, their race rule and the CTA order (harness/cudasim/global_order.cpp, execution.cpp,
+# instructions.cpp, tensor_copy.cpp), held by tests/test_cudasim_reductions.cpp.
+REDUCTIONS = "test_cudasim_reductions"
+GLOBAL_ORDER = "harness/cudasim/global_order.cpp"
+MUTATIONS += [
+    ("reduction_race_never_reported", "a plain access after an unordered reduction to its word is not reported",
+     GLOBAL_ORDER, "if (!race.found && !ordered_before(reduction, thread)) race = Race{reduction, word, true};",
+     "if (false) race = Race{reduction, word, true};",
+     "MixedAccesses.AReadNoRelease*:MixedAccesses.AnAcquireOrders*:Reductions.ABulkReduction*", REDUCTIONS),
+    ("store_race_never_reported", "a reduction after an unordered plain store to its word is not reported",
+     GLOBAL_ORDER, "if (!race.found && state.written && !ordered_before(state.write, thread))",
+     "if (false && state.written && !ordered_before(state.write, thread))",
+     "MixedAccesses.AnAddAfterAnUnorderedStoreIsARace", REDUCTIONS),
+    ("acquire_learns_nothing", "an ld.acquire.gpu that reads a release learns nothing of it", GLOBAL_ORDER,
+     "  cta.acquired().push_back(AcquireRecord{", "  if (false) cta.acquired().push_back(AcquireRecord{",
+     "MixedAccesses.AReadOrdered*", REDUCTIONS),
+    ("acquire_orders_whole_cta", "what one thread acquired counts for every thread of its CTA, barrier or not",
+     GLOBAL_ORDER, "    if (record.at > mine[record.thread]) continue;\n", "",
+     "MixedAccesses.AnAcquireOrders*", REDUCTIONS),
+    ("red_vector_alignment_unchecked", "red.global.add.v2/.v4 checked for 4-byte alignment only",
+     "harness/cudasim/instructions.cpp", "check_global_access(t, address, bytes, bytes, name, pc);",
+     "check_global_access(t, address, bytes, 4, name, pc);", "Reductions.VectorRed*", REDUCTIONS),
+    ("bulk_reduce_size_unchecked", "cp.reduce.async.bulk accepts a size that is no multiple of 16",
+     "harness/cudasim/tensor_copy.cpp", "if (bytes == 0 || bytes % 16 != 0) {", "if (bytes == 0) {",
+     "Reductions.BulkReduceMisusesAreReported", REDUCTIONS),
+    ("cta_order_ignored", "the CTA-order switch leaves the CTAs in grid order", "harness/cudasim/execution.cpp",
+     "return order_.empty() ? next : order_[static_cast<std::size_t>(next)];", "return next;",
+     "AccumulationOrder.AnUnordered*", REDUCTIONS),
+    ("waiting_cta_never_resumed", "a CTA set aside for a spin on global memory is never run on",
+     "harness/cudasim/execution.cpp", "    return t.state == ThreadState::at_global_poll &&\n",
+     "    return false && t.state == ThreadState::at_global_poll &&\n",
+     "AccumulationOrder.ASemaphore*:AccumulationOrder.ACtaWaits*", REDUCTIONS),
+]
 # Mutations the everyday suite must catch as scripts/test.sh runs it (no filter):
 # kinds a kernel engineer could write that the fixed matrix's shapes and grids
 # never show, caught by the generated shapes and the lowered grid-stride cap.

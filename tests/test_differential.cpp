@@ -112,6 +112,8 @@ std::vector<ProbeForm> probe_forms() {
       simple_form("cvt f16 -> f32 (to_float), every pattern", Probe::from_half),
       simple_form("cvt bf16 -> f32 (to_float), every pattern", Probe::from_bfloat16),
       simple_form("red.global.add.v2.f32", Probe::red_add_pair),
+      simple_form("red.global.add.v4.f32 and .f32", Probe::red_add_vector),
+      simple_form("cp.reduce.async.bulk .add.f32", Probe::bulk_reduce),
       simple_form("elect.sync", Probe::elect),
       simple_form("stmatrix.x4", Probe::stmatrix),
       transposed(simple_form("stmatrix.x4.trans", Probe::stmatrix)),
@@ -223,6 +225,8 @@ ProbeData make_data(const ProbeForm& form, std::mt19937& random) {
       for (std::uint32_t i = 0; i < data.input.size(); ++i) data.input[i] = 2 * i | (2 * i + 1) << 16;
       break;
     case Probe::red_add_pair:
+    case Probe::red_add_vector:
+    case Probe::bulk_reduce:
       for (std::uint32_t& word : data.input) word = float_to_bits(eighths(random, 64));
       break;
     case Probe::wgmma:

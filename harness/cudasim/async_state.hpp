@@ -62,9 +62,11 @@ struct WgmmaThreadState {
   std::uint32_t issued = 0;     // wgmma.mma_async issued
 };
 
-// A TMA store's global writes, from issue until its bulk async-group completes.
+// A TMA store's global writes (or a cp.reduce.async.bulk's adds), from issue
+// until its bulk async-group completes.
 struct BulkStore {
   std::vector<unsigned char> data;
+  bool add = false;  // .add.f32: each fp32 element is added to its destination, atomically
   struct Run {
     unsigned char* destination;
     std::uint32_t offset, bytes;

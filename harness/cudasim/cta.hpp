@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "harness/cudasim/execution.hpp"
+#include "harness/cudasim/global_order.hpp"
 #include "harness/cudasim/happens_before.hpp"
 #include "harness/cudasim/mbarrier.hpp"
 #include "harness/cudasim/shared_memory.hpp"
@@ -25,11 +27,25 @@ class Launch {
   const std::function<void()>& body() const { return body_; }
   const DeviceMemoryMap& memory() const { return memory_; }
   bool sanitize() const { return sanitize_; }
+  GlobalOrder& global_order() { return global_order_; }
 
   void add(Finding finding, bool fatal);
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
-  // The next CTA (linear index) to run, or -1 when none is left or the launch was aborted.
+  // The next CTA (linear index, in the order cta_order_switch.hpp sets) to
+  // start, or -1 when none is left or the launch was aborted.
   std::int64_t next_block();
+
+  // The host threads that run CTAs, and what lets one that has only CTAs set
+  // aside (waiting on global memory) tell progress elsewhere from a deadlock:
+  // an event is a CTA started, finished, set aside or resumed.
+  void join_worker();
+  void leave_worker();
+  std::uint64_t events();
+  void note_event();
+  // Called with the events seen before the worker last found none of its
+  // waiting CTAs able to go on: true when there were events since (look
+  // again), false when every worker is in the same position (a deadlock).
+  bool wait_for_events(std::uint64_t seen);
   // Every finding, formatted; empty when there were none.
   std::string findings_text() const;
 
@@ -38,8 +54,15 @@ class Launch {
   const std::function<void()>& body_;
   DeviceMemoryMap memory_;
   bool sanitize_;
+  GlobalOrder global_order_;
+  std::vector<std::int64_t> order_;  // empty: grid order
   std::atomic<std::int64_t> next_block_{0};
   std::atomic<bool> aborted_{false};
+  std::mutex workers_mutex_;
+  std::condition_variable workers_changed_;
+  std::uint64_t events_ = 0;
+  int workers_ = 0, waiting_workers_ = 0;
+  bool deadlocked_ = false;
   mutable std::mutex mutex_;
   std::vector<Finding> findings_;
   std::size_t suppressed_ = 0;
@@ -59,11 +82,21 @@ struct NamedBarrier {
 class Cta {
  public:
   explicit Cta(Launch& launch);
+  ~Cta();
   Cta(const Cta&) = delete;
   Cta& operator=(const Cta&) = delete;
 
-  // Runs every thread of CTA `block` to its end (or until the launch is abandoned).
-  void run(uint3 block);
+  // Runs the threads of CTA `block` until every one has finished (or the
+  // launch is abandoned): true; or until every unfinished one waits and some
+  // of them spin on global memory (the CTA is set aside): false.
+  bool run(uint3 block);
+  // A CTA set aside: whether a word one of its threads polls has changed, and
+  // running it on (as run()).
+  bool can_resume() const;
+  bool resume();
+  // A CTA set aside when every CTA of the launch waits: reports where its
+  // threads wait (a deadlock) and unwinds them.
+  void report_global_deadlock();
 
   Launch& launch() { return launch_; }
   SharedMemory& shared() { return shared_; }
@@ -74,6 +107,9 @@ class Cta {
   SimThread& thread(int linear) { return threads_[static_cast<std::size_t>(linear)]; }
   int thread_count() const { return static_cast<int>(threads_.size()); }
   uint3 block() const { return block_; }
+  std::int64_t linear_block() const { return linear_block_; }
+  // The acquires (ld.acquire.gpu) of the CTA's threads that learned something (global_order.hpp).
+  std::vector<AcquireRecord>& acquired() { return acquired_; }
   bool sanitize() const { return launch_.sanitize(); }
 
   // bar.sync (wait) or bar.arrive on barrier `id` for `count` threads; count 0
@@ -91,6 +127,10 @@ class Cta {
 
  private:
   void start_threads(uint3 block);
+  bool run_threads();
+  // Makes ready the threads whose polled word changed; true if there were any.
+  bool wake_pollers();
+  bool any_poller() const;
   void finish_thread(SimThread& thread);
   void finish_cta();
   // No thread is ready: true when mbarrier waits were timed out (they return
@@ -118,6 +158,8 @@ class Cta {
   boost::context::fiber scheduler_;  // the scheduler while a thread runs
   SimThread* switcher_ = nullptr;    // the thread that handed over last; null: the scheduler
   uint3 block_{};
+  std::int64_t linear_block_ = 0;
+  std::vector<AcquireRecord> acquired_;
   int finished_ = 0;
   bool abandoned_ = false;
   std::uint64_t progress_ = 0;

@@ -67,6 +67,13 @@ float ex2_approx_ftz_f32(float x);
 // Global atomics (red / atom .global.add).
 float atomic_add_f32(float* address, float value);
 float2 atomic_add_v2_f32(float2* address, float2 value);
+// red.global.add.f32 (count 1) and its .v2 / .v4 forms (count 2, 4): address
+// aligned to count·4 bytes.
+void red_add_f32(float* address, const float* values, int count);
+// ld.acquire.gpu.global.s32 and red.release.gpu.global.add.s32: a semaphore
+// in global memory that orders CTAs (a spin on the load lets other CTAs run).
+int ld_acquire_gpu_s32(const int* address);
+void red_release_gpu_add_s32(int* address, int value);
 
 // Hopper (sm_90, sm_90a). Warp collectives (instructions.cpp): elect.sync
 // returns whether the caller is the leader and sets `leader` to its lane;
@@ -90,6 +97,8 @@ void tma_load(int rank, std::uint32_t destination, const void* tensor_map, const
 void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates, std::uint32_t source);
 void bulk_commit_group();
 void bulk_wait_group(int pending, bool reads_only);
+// cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 (tensor_copy.cpp).
+void bulk_reduce_add_f32(float* global_destination, std::uint32_t shared_source, std::uint32_t bytes);
 // Warpgroup collectives (warpgroup.cpp). a_registers: the register form's A
 // fragment (4 registers), or null for A from descriptor_a.
 void wgmma_fence();

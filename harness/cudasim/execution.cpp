@@ -9,14 +9,18 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <boost/context/stack_context.hpp>
 
 #include "harness/cudasim/cta.hpp"
+#include "harness/cudasim/cta_order_switch.hpp"
 #include "harness/cudasim/environment_switch.hpp"
+#include "harness/cudasim/report_text.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/symbolize.hpp"
+#include "harness/cudasim/tensor_copy.hpp"
 #include "harness/errors.hpp"
 
 namespace cudasim {
@@ -135,6 +139,41 @@ EnvironmentSwitch sanitizer_switch("ATTNBENCH_CUDASIM_SANITIZER", true);
 bool sanitizer_enabled() { return sanitizer_switch.enabled(); }
 void set_sanitizer_enabled(bool enabled) { sanitizer_switch.set(enabled); }
 
+// ---- the CTA order -----------------------------------------------------------------
+
+namespace {
+std::atomic<std::int64_t> order_seed{-1};  // -1: not read from the environment yet
+}
+
+std::uint64_t cta_order_seed() {
+  std::int64_t seed = order_seed.load(std::memory_order_relaxed);
+  if (seed < 0) {
+    const char* value = std::getenv("ATTNBENCH_CUDASIM_CTA_ORDER");
+    seed = value ? static_cast<std::int64_t>(std::strtoull(value, nullptr, 10) & 0x7fffffffffffffffull) : 0;
+    order_seed.store(seed);
+  }
+  return static_cast<std::uint64_t>(seed);
+}
+void set_cta_order_seed(std::uint64_t seed) { order_seed.store(static_cast<std::int64_t>(seed & 0x7fffffffffffffffull)); }
+
+std::vector<std::int64_t> cta_order(std::int64_t blocks, std::uint64_t seed) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(blocks));
+  for (std::int64_t b = 0; b < blocks; ++b) order[static_cast<std::size_t>(b)] = b;
+  std::uint64_t state = seed;
+  const auto next = [&state] {  // SplitMix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  if (seed == 0) return order;
+  for (std::int64_t i = blocks - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(i + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
 // ---- findings ----------------------------------------------------------------------
 
 const char* collective_name(CollectiveKind kind) {
@@ -193,7 +232,12 @@ void report_fatal(SimThread* thread, std::string kind, std::string details, cons
 
 Launch::Launch(const GridLaunch& configuration, const std::function<void()>& body, DeviceMemoryMap memory,
                bool sanitize)
-    : configuration_(configuration), body_(body), memory_(std::move(memory)), sanitize_(sanitize) {}
+    : configuration_(configuration), body_(body), memory_(std::move(memory)), sanitize_(sanitize) {
+  if (const std::uint64_t seed = cta_order_seed(); seed != 0) {
+    const dim3& grid = configuration.grid;
+    order_ = cta_order(std::int64_t{grid.x} * grid.y * grid.z, seed);
+  }
+}
 
 void Launch::add(Finding finding, bool fatal) {
   const std::lock_guard lock(mutex_);
@@ -217,7 +261,48 @@ std::int64_t Launch::next_block() {
   const dim3& grid = configuration_.grid;
   const std::int64_t blocks = std::int64_t{grid.x} * grid.y * grid.z;
   const std::int64_t next = next_block_.fetch_add(1);
-  return next < blocks ? next : -1;
+  if (next >= blocks) return -1;
+  return order_.empty() ? next : order_[static_cast<std::size_t>(next)];
+}
+
+void Launch::join_worker() {
+  const std::lock_guard lock(workers_mutex_);
+  ++workers_;
+}
+
+// Every event wakes the waiting workers to look again; they count as waiting
+// only from their next wait on.
+void Launch::leave_worker() {
+  const std::lock_guard lock(workers_mutex_);
+  --workers_;
+  ++events_;
+  waiting_workers_ = 0;
+  workers_changed_.notify_all();
+}
+
+std::uint64_t Launch::events() {
+  const std::lock_guard lock(workers_mutex_);
+  return events_;
+}
+
+void Launch::note_event() {
+  const std::lock_guard lock(workers_mutex_);
+  ++events_;
+  waiting_workers_ = 0;
+  workers_changed_.notify_all();
+}
+
+bool Launch::wait_for_events(std::uint64_t seen) {
+  std::unique_lock lock(workers_mutex_);
+  if (deadlocked_) return false;
+  if (events_ != seen || aborted()) return true;
+  if (++waiting_workers_ == workers_) {
+    deadlocked_ = true;
+    workers_changed_.notify_all();
+    return false;
+  }
+  workers_changed_.wait(lock, [&] { return deadlocked_ || events_ != seen; });
+  return !deadlocked_;
 }
 
 std::string Launch::findings_text() const {
@@ -257,10 +342,18 @@ Cta::Cta(Launch& launch) : launch_(launch) {
   warpgroups_.resize(static_cast<std::size_t>((count + 127) / 128));
 }
 
+Cta::~Cta() {
+  // A CTA still waiting when its launch ends (abandoned): its threads are unwound.
+  abandoned_ = true;
+  for (SimThread& t : threads_) t.fiber = boost::context::fiber();
+}
+
 void Cta::start_threads(uint3 block) {
   const GridLaunch& configuration = launch_.configuration();
   const dim3& dim = configuration.block;
   block_ = block;
+  linear_block_ = block.x + std::int64_t{configuration.grid.x} * (block.y + std::int64_t{configuration.grid.y} * block.z);
+  acquired_.clear();
   finished_ = 0;
   abandoned_ = false;
   progress_ = 0;
@@ -297,6 +390,10 @@ void Cta::start_threads(uint3 block) {
     t.wait_timed_out = false;
     t.early_time_out_taken = false;
     t.wait_barrier = -1;
+    t.wait_address = nullptr;
+    t.wait_value = 0;
+    t.poll_address = nullptr;
+    t.poll_value = 0;
     t.barriers_joined = 0;
     t.open_group.clear();
     t.committed_groups.clear();
@@ -354,9 +451,7 @@ void Cta::finish_thread(SimThread& t) {
   }
   // Global writes of bulk copies whose reads are done still complete.
   for (auto& group : t.bulk.committed) {
-    for (const BulkStore& store : group) {
-      for (const BulkStore::Run& run : store.runs) std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
-    }
+    for (const BulkStore& store : group) complete_bulk_store(t, store);
   }
   t.bulk.committed.clear();
 }
@@ -375,8 +470,48 @@ void Cta::finish_cta() {
   }
 }
 
-void Cta::run(uint3 block) {
+bool Cta::run(uint3 block) {
   start_threads(block);
+  return run_threads();
+}
+
+bool Cta::resume() {
+  wake_pollers();
+  return run_threads();
+}
+
+bool Cta::any_poller() const {
+  return std::any_of(threads_.begin(), threads_.end(),
+                     [](const SimThread& t) { return t.state == ThreadState::at_global_poll; });
+}
+
+bool Cta::can_resume() const {
+  return std::any_of(threads_.begin(), threads_.end(), [](const SimThread& t) {
+    return t.state == ThreadState::at_global_poll &&
+           std::atomic_ref<int>(*const_cast<int*>(t.wait_address)).load(std::memory_order_acquire) != t.wait_value;
+  });
+}
+
+bool Cta::wake_pollers() {
+  bool any = false;
+  for (SimThread& t : threads_) {
+    if (t.state != ThreadState::at_global_poll ||
+        std::atomic_ref<int>(*const_cast<int*>(t.wait_address)).load(std::memory_order_acquire) == t.wait_value) {
+      continue;
+    }
+    make_ready(t);
+    note_progress();
+    any = true;
+  }
+  return any;
+}
+
+void Cta::report_global_deadlock() {
+  diagnose_stall();
+  for (SimThread& t : threads_) t.fiber = boost::context::fiber();
+}
+
+bool Cta::run_threads() {
   // Threads hand over to each other; control comes back here when none is ready.
   for (;;) {
     while (!ready_.empty() && !abandoned_) {
@@ -391,12 +526,16 @@ void Cta::run(uint3 block) {
       current_identity = nullptr;
       if (launch_.aborted()) abandoned_ = true;
     }
-    if (abandoned_ || finished_ == thread_count() || !time_out_waits()) break;
+    if (abandoned_ || finished_ == thread_count()) break;
+    if (wake_pollers()) continue;
+    if (any_poller()) return false;  // set aside until the word it polls changes
+    if (!time_out_waits()) break;
   }
   if (!abandoned_ && finished_ < thread_count()) diagnose_stall();
   if (finished_ == thread_count()) finish_cta();
   // Suspended fibers (an abandoned CTA) are unwound as they are destroyed.
   for (SimThread& t : threads_) t.fiber = boost::context::fiber();
+  return true;
 }
 
 bool Cta::time_out_waits() {
@@ -546,6 +685,10 @@ std::string Cta::describe_wait(const SimThread& t) {
     }
     return text;
   }
+  if (t.state == ThreadState::at_global_poll) {
+    return std::string(t.wait_what) + " of the word at " + hex(reinterpret_cast<std::uintptr_t>(t.wait_address)) +
+           " (it reads " + std::to_string(t.wait_value) + " and waits for another value)";
+  }
   return t.wait_what;
 }
 
@@ -557,9 +700,10 @@ void Cta::diagnose_stall() {
     if (a.state != b.state) return false;
     if (a.state == ThreadState::finished) return true;
     return a.wait_pc == b.wait_pc && (a.state != ThreadState::at_mbarrier || a.wait_mbarrier == b.wait_mbarrier) &&
-           (a.state != ThreadState::at_barrier || a.wait_barrier == b.wait_barrier);
+           (a.state != ThreadState::at_barrier || a.wait_barrier == b.wait_barrier) &&
+           (a.state != ThreadState::at_global_poll || a.wait_address == b.wait_address);
   };
-  bool at_barrier = false, at_mbarrier = false;
+  bool at_barrier = false, at_mbarrier = false, at_global_poll = false;
   for (int i = 1; i <= thread_count(); ++i) {
     if (i < thread_count() && same(thread(i), thread(first))) continue;
     const SimThread& t = thread(first);
@@ -569,6 +713,7 @@ void Cta::diagnose_stall() {
     } else {
       at_barrier = at_barrier || t.state == ThreadState::at_barrier;
       at_mbarrier = at_mbarrier || t.state == ThreadState::at_mbarrier;
+      at_global_poll = at_global_poll || t.state == ThreadState::at_global_poll;
       where += "waiting at " + describe_wait(t) + "\n" + describe_pc(t.wait_pc, "        ");
     }
     first = i;
@@ -590,13 +735,18 @@ void Cta::diagnose_stall() {
       at_warpgroup_collective = true;
     }
   }
-  const std::string kind = at_mbarrier                ? "mbarrier phase that can never complete"
+  const std::string kind = at_global_poll ? "global-memory wait that can never end"
+                           : at_mbarrier                ? "mbarrier phase that can never complete"
                            : at_barrier              ? "barrier not reached by every thread"
                            : at_warpgroup_collective ? "warpgroup collective with missing threads"
                                                      : "warp collective with missing lanes";
   Finding finding;
   finding.kind = kind;
-  finding.details = "the CTA can make no progress (deadlock); its threads:\n" + where + why;
+  finding.details = std::string(at_global_poll ? "the CTA waits for a word of global memory that no CTA of the launch "
+                                                 "will change: every other CTA has finished or waits too (deadlock); "
+                                                 "its threads:\n"
+                                               : "the CTA can make no progress (deadlock); its threads:\n") +
+                    where + why;
   finding.has_block = true;
   finding.block = block_;
   launch_.add(std::move(finding), true);
@@ -740,16 +890,50 @@ int run_grid(const GridLaunch& configuration, const std::function<void()>& body)
   if (current_thread) throw std::logic_error("cudasim: a kernel launched a kernel (dynamic parallelism)");
 
   Launch launch(configuration, body, DeviceMemoryRegistry::instance().snapshot(), sanitizer_enabled());
+  // A host thread starts CTAs until none is left; a CTA that waits on global
+  // memory is set aside, and run on once the word it polls changes.
   const auto run_blocks = [&launch] {
-    Cta cta(launch);
     const dim3& g = launch.configuration().grid;
-    for (std::int64_t b = launch.next_block(); b >= 0; b = launch.next_block()) {
-      cta.run(uint3{static_cast<unsigned>(b % g.x), static_cast<unsigned>(b / g.x % g.y),
-                    static_cast<unsigned>(b / (std::int64_t{g.x} * g.y))});
+    std::unique_ptr<Cta> spare;
+    std::vector<std::unique_ptr<Cta>> waiting;
+    for (;;) {
+      const std::uint64_t seen = launch.events();
+      if (const std::int64_t b = launch.next_block(); b >= 0) {
+        if (!spare) spare = std::make_unique<Cta>(launch);
+        if (!spare->run(uint3{static_cast<unsigned>(b % g.x), static_cast<unsigned>(b / g.x % g.y),
+                              static_cast<unsigned>(b / (std::int64_t{g.x} * g.y))})) {
+          waiting.push_back(std::move(spare));
+        }
+        launch.note_event();
+        continue;
+      }
+      if (waiting.empty() || launch.aborted()) break;
+      bool resumed = false;
+      for (auto cta = waiting.begin(); cta != waiting.end();) {
+        if (!(*cta)->can_resume()) {
+          ++cta;
+          continue;
+        }
+        resumed = true;
+        if (!(*cta)->resume()) {
+          ++cta;
+          continue;
+        }
+        spare = std::move(*cta);
+        cta = waiting.erase(cta);
+      }
+      if (resumed) {
+        launch.note_event();
+      } else if (!launch.wait_for_events(seen)) {
+        for (const auto& cta : waiting) cta->report_global_deadlock();
+        break;
+      }
     }
+    launch.leave_worker();
   };
   const std::int64_t blocks = std::int64_t{grid.x} * grid.y * grid.z;
   const auto workers = static_cast<int>(std::clamp<std::int64_t>(configuration.host_threads, 1, blocks));
+  for (int w = 0; w < workers; ++w) launch.join_worker();
   std::vector<std::thread> helpers;
   for (int w = 1; w < workers; ++w) helpers.emplace_back(run_blocks);
   run_blocks();

@@ -17,8 +17,16 @@
 //     threads of a warpgroup. The last thread to arrive executes it for all of
 //     them. Threads must agree on the kind and the qualifiers, and for .aligned
 //     instructions on the source location.
+//   - A thread that spins on global memory (an ld.acquire.gpu that reads the
+//     same word with the same value as its last one) waits
+//     until the word changes. A CTA whose threads all wait, some of them so,
+//     is set aside, and its host thread runs other CTAs of the launch (the
+//     next ones to start, or those set aside whose word changed): one CTA may
+//     wait for another to release it, in whatever order the CTAs start
+//     (cta_order_switch.hpp).
 //   - When no thread can run and some have not finished, the CTA is
-//     deadlocked: the report lists every thread's wait point.
+//     deadlocked: the report lists every thread's wait point; so is a launch
+//     whose every unfinished CTA waits on global memory nobody will change.
 // Shared memory is one window per CTA (shared_memory.hpp); every access to it
 // and to global memory is checked (docs/cudasim.md, "Sanitizer"), shared
 // accesses against the CTA's happens-before (happens_before.hpp).
@@ -46,7 +54,7 @@ namespace cudasim {
 class Cta;
 class Launch;
 
-enum class ThreadState { ready, running, at_barrier, at_collective, at_mbarrier, finished };
+enum class ThreadState { ready, running, at_barrier, at_collective, at_mbarrier, at_global_poll, finished };
 
 struct SimThread {
   ThreadIdentity identity{};
@@ -62,6 +70,12 @@ struct SimThread {
   bool wait_timed_out = false;      // at_mbarrier: woken by the time limit, not by the phase
   bool early_time_out_taken = false;  // its last try_wait timed out early (time_out_switch.hpp)
   int wait_barrier = -1;            // at_barrier: the barrier's id
+  // at_global_poll: the word it polls and the value it read (it waits for another).
+  const int* wait_address = nullptr;
+  int wait_value = 0;
+  // Its last ld.acquire.gpu: reading the same word's same value again is a spin-wait.
+  const int* poll_address = nullptr;
+  int poll_value = 0;
   std::uint16_t barriers_joined = 0;  // named barriers (bit per id) it arrived at that have not completed
   std::vector<PendingCopy> open_group;                     // issued, not yet committed
   std::deque<std::vector<PendingCopy>> committed_groups;  // oldest first

@@ -552,6 +552,7 @@ void check_atomic(SimThread& t, void* address, std::size_t bytes, const void* pc
                   SharedAccess::atomic, pc);
   } else {
     check_global_access(t, address, bytes, bytes, "atomic add", pc);
+    t.cta->launch().global_order().reduction(t, address, bytes, pc, bytes == 4 ? "atom.global.add.f32" : "atom.global.add.v2.f32");
   }
 }
 
@@ -567,6 +568,61 @@ float2 atomic_add_v2_f32(float2* address, float2 value) {
   const float x = add_atomically(&address->x, value.x);
   const float y = add_atomically(&address->y, value.y);
   return float2{x, y};
+}
+
+// red.global.add.f32, .v2.f32, .v4.f32 ("red"; the vector forms are sm_90's):
+// every element's add is atomic, the address aligned to the whole vector's
+// size, as every vector memory operand is, and .global names global memory.
+void red_add_f32(float* address, const float* values, int count) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  const auto bytes = static_cast<std::size_t>(count) * sizeof(float);
+  const char* name = count == 1 ? "red.global.add.f32" : count == 2 ? "red.global.add.v2.f32" : "red.global.add.v4.f32";
+  if (t.cta->shared().contains(address)) {
+    report_fatal(&t, "red.global on shared memory",
+                 std::string(name) + " at an address inside the CTA's shared memory (" +
+                     hex(reinterpret_cast<std::uintptr_t>(address)) + "); .global needs a global-memory address",
+                 pc);
+  }
+  check_global_access(t, address, bytes, bytes, name, pc);
+  t.cta->launch().global_order().reduction(t, address, bytes, pc, name);
+  for (int i = 0; i < count; ++i) add_atomically(address + i, values[i]);
+}
+
+// ld.acquire.gpu.global.s32 ("ld", "Memory Consistency Model"). A thread that
+// loads the same word and reads the same value as its previous ld.acquire.gpu
+// is taken to be spinning on it (from any place: the compiler may unroll the
+// loop): it waits until the word changes (other threads and CTAs run
+// meanwhile, execution.hpp), and then reads again.
+int ld_acquire_gpu_s32(const int* address) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  check_global_access(t, address, 4, 4, "ld.acquire.gpu.global.s32", pc);
+  std::atomic_ref<int> word(*const_cast<int*>(address));
+  int value = word.load(std::memory_order_acquire);
+  if (t.poll_address == address && t.poll_value == value) {
+    t.state = ThreadState::at_global_poll;
+    t.wait_pc = pc;
+    t.wait_what = "a spin on ld.acquire.gpu";
+    t.wait_address = address;
+    t.wait_value = value;
+    t.cta->suspend(t);
+    value = word.load(std::memory_order_acquire);
+  }
+  t.poll_address = address;
+  t.poll_value = value;
+  t.cta->launch().global_order().acquire(t, address);
+  return value;
+}
+
+// red.release.gpu.global.add.s32 ("red"): the release makes the thread's
+// earlier accesses visible to whoever acquires the word after it.
+void red_release_gpu_add_s32(int* address, int value) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  check_global_access(t, address, 4, 4, "red.release.gpu.global.add.s32", pc);
+  t.cta->launch().global_order().release(t, address);
+  std::atomic_ref<int>(*address).fetch_add(value, std::memory_order_release);
 }
 
 }  // namespace cudasim

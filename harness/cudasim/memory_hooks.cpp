@@ -51,6 +51,7 @@ void plain_access(void* address, std::size_t bytes, bool write, std::size_t alig
   }
   if (thread->cta->launch().memory().may_touch(reinterpret_cast<std::uintptr_t>(address), bytes)) {
     check_global_access(*thread, address, bytes, alignment, write ? "store" : "load", pc);
+    if (thread->cta->sanitize()) thread->cta->launch().global_order().plain(*thread, address, bytes, write, pc);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -335,6 +336,20 @@ void land_tma_load(Cta& cta, TmaLoadInFlight& load, Epoch epoch) {
 
 // ---- stores and bulk async-groups ----------------------------------------------------
 
+namespace {
+// The slot whose clock counts the thread's bulk async-groups, made at its first bulk copy.
+void ensure_bulk_agent(SimThread& t, const void* pc) {
+  if (t.bulk.agent >= 0) return;
+  t.bulk.agent = t.cta->order().new_agent("the bulk copies of " + describe_thread(t.linear));
+  if (t.bulk.agent < 0) {
+    report_fatal(&t, "too many asynchronous agents",
+                 "the simulator tracks at most " + std::to_string(HappensBefore::kMaxAgents) +
+                     " mbarriers, warpgroups and bulk-copy threads per CTA",
+                 pc);
+  }
+}
+}  // namespace
+
 // 9.7.9.25.5.2, .global.shared::cta.tile.bulk_group: the box is read from
 // shared memory (unswizzled per the map) at issue, by the async proxy, and
 // written to global memory, out-of-bound elements skipped, when a
@@ -345,15 +360,7 @@ void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates
   Cta& cta = *t.cta;
   const char* instruction = "cp.async.bulk.tensor (store)";
   const TensorMapFields map = read_tensor_map(t, tensor_map, rank, source, instruction, pc);
-  if (t.bulk.agent < 0) {
-    t.bulk.agent = cta.order().new_agent("the bulk copies of " + describe_thread(t.linear));
-    if (t.bulk.agent < 0) {
-      report_fatal(&t, "too many asynchronous agents",
-                   "the simulator tracks at most " + std::to_string(HappensBefore::kMaxAgents) +
-                       " mbarriers, warpgroups and bulk-copy threads per CTA",
-                   pc);
-    }
-  }
+  ensure_bulk_agent(t, pc);
   BulkStore store;
   store.pc = pc;
   store.data.resize(for_each_box_row(map, coordinates, [](std::size_t, std::uint64_t, std::int64_t, std::int64_t) {}));
@@ -376,6 +383,59 @@ void tma_store(int rank, const void* tensor_map, const std::int32_t* coordinates
   });
   if (!t.bulk.first_pc) t.bulk.first_pc = pc;
   t.bulk.open.push_back(std::move(store));
+}
+
+// "cp.reduce.async.bulk" (.global.shared::cta.bulk_group.add.f32): `bytes`
+// (a non-zero multiple of 16) of fp32 elements read from shared memory at
+// issue, by the async proxy, as a TMA store's are, and added to global memory,
+// element by element and each add atomic, when the bulk async-group completes.
+// Both addresses 16-byte aligned.
+void bulk_reduce_add_f32(float* global_destination, std::uint32_t shared_source, std::uint32_t bytes) {
+  const void* pc = CUDASIM_PC;
+  SimThread& t = me();
+  Cta& cta = *t.cta;
+  const char* instruction = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32";
+  if (bytes == 0 || bytes % 16 != 0) {
+    report_fatal(&t, "invalid bulk copy size",
+                 std::string(instruction) + " of " + std::to_string(bytes) +
+                     " bytes: the size must be a non-zero multiple of 16",
+                 pc);
+  }
+  if (shared_source % 16 != 0) {
+    report_fatal(&t, "misaligned shared access",
+                 std::string(instruction) + " source at shared address " + hex(shared_source) +
+                     ", which is not a multiple of 16",
+                 pc);
+  }
+  check_global_access(t, global_destination, bytes, 16, instruction, pc);
+  ensure_bulk_agent(t, pc);
+  BulkStore store;
+  store.pc = pc;
+  store.add = true;
+  store.data.resize(bytes);
+  const AsyncAccess access{"cp.reduce.async.bulk", &t, cta.order().clock(t.linear),
+                           cta.order().counted_epoch(t.bulk.agent, t.bulk.committed_count + 1), pc};
+  std::memcpy(store.data.data(), cta.shared().async_read(access, shared_source, bytes), bytes);
+  store.runs.push_back(BulkStore::Run{reinterpret_cast<unsigned char*>(global_destination), 0, bytes});
+  if (!t.bulk.first_pc) t.bulk.first_pc = pc;
+  t.bulk.open.push_back(std::move(store));
+}
+
+void complete_bulk_store(SimThread& thread, const BulkStore& store) {
+  for (const BulkStore::Run& run : store.runs) {
+    if (!store.add) {
+      std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
+      continue;
+    }
+    // The adds are the thread's from its wait on: ordered after what it did before.
+    thread.cta->launch().global_order().reduction(thread, run.destination, run.bytes, store.pc,
+                                                  "cp.reduce.async.bulk .add.f32");
+    for (std::uint32_t at = 0; at < run.bytes; at += 4) {
+      float value;
+      std::memcpy(&value, store.data.data() + run.offset + at, 4);
+      std::atomic_ref<float>(*reinterpret_cast<float*>(run.destination + at)).fetch_add(value);
+    }
+  }
 }
 
 // 9.7.9.25.6.1 "cp.async.bulk.commit_group": the thread's uncommitted bulk
@@ -401,9 +461,7 @@ void bulk_wait_group(int pending, bool reads_only) {
   }
   if (reads_only) return;
   while (t.bulk.committed.size() > keep) {
-    for (const BulkStore& store : t.bulk.committed.front()) {
-      for (const BulkStore::Run& run : store.runs) std::memcpy(run.destination, store.data.data() + run.offset, run.bytes);
-    }
+    for (const BulkStore& store : t.bulk.committed.front()) complete_bulk_store(t, store);
     t.bulk.committed.pop_front();
   }
 }

@@ -15,6 +15,9 @@
 //     kernel as `const __grid_constant__ CUtensorMap` parameters.
 //   - fence.proxy.async.shared::cta, elect.sync, setmaxnreg, named barriers
 //     (bar.sync / bar.arrive with an id and a thread count), stmatrix .x4.
+//   - Global reductions: red.global.add.f32 and its .v2 / .v4 vector forms,
+//     and cp.reduce.async.bulk .add.f32 from shared memory (bulk async-groups);
+//     a semaphore in global memory: ld.acquire.gpu, red.release.gpu.add.
 //
 // Shared-memory operands are 32-bit shared-window addresses (shared_address()).
 // The GPU form needs -gencode=arch=compute_90a,code=sm_90a for wgmma and
@@ -327,6 +330,88 @@ __device__ __forceinline__ void bulk_wait_group_read() {
   cudasim::bulk_wait_group(kPending, true);
 #else
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// ---- global reductions -----------------------------------------------------------------
+
+// PTX ISA "Parallel Synchronization and Communication Instructions: red":
+// *address += value, atomically, relaxed, .gpu scope;
+// nothing is returned. `address` points to global memory, 4-byte aligned.
+__device__ __forceinline__ void red_add_global(float* address, float value) {
+#if defined(ATTNBENCH_CUDASIM)
+  cudasim::red_add_f32(address, &value, 1);
+#else
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(address), "f"(value) : "memory");
+#endif
+}
+// The .v2.f32 vector form (sm_90): address[0] += first, address[1] += second,
+// each element's add atomic; `address` 8-byte aligned.
+__device__ __forceinline__ void red_add_global_v2(float* address, float first, float second) {
+#if defined(ATTNBENCH_CUDASIM)
+  const float values[2] = {first, second};
+  cudasim::red_add_f32(address, values, 2);
+#else
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(address), "f"(first), "f"(second) : "memory");
+#endif
+}
+// The .v4.f32 vector form (sm_90): address[0..3] += value.x..w; `address` 16-byte aligned.
+__device__ __forceinline__ void red_add_global_v4(float* address, float4 value) {
+#if defined(ATTNBENCH_CUDASIM)
+  const float values[4] = {value.x, value.y, value.z, value.w};
+  cudasim::red_add_f32(address, values, 4);
+#else
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(address), "f"(value.x), "f"(value.y),
+               "f"(value.z), "f"(value.w)
+               : "memory");
+#endif
+}
+// PTX ISA "Data Movement and Conversion Instructions: cp.reduce.async.bulk"
+// (.global.shared::cta.bulk_group.add.f32): adds `bytes / 4` fp32 values from shared memory at
+// `shared_address` to global memory at `global_address`, element by element,
+// each add atomic. Both addresses 16-byte aligned, `bytes` a multiple of 16.
+// Asynchronous, in the async proxy: the shared bytes are read, and the adds
+// done, in the thread's bulk async-groups (bulk_commit_group, then
+// bulk_wait_group_read before the source is reused and bulk_wait_group before
+// the sums are read), like a TMA store's; shared bytes written with ordinary
+// stores need fence_proxy_async first.
+__device__ __forceinline__ void bulk_reduce_add_global(float* global_address, std::uint32_t shared_address,
+                                                       std::uint32_t bytes) {
+#if defined(ATTNBENCH_CUDASIM)
+  cudasim::bulk_reduce_add_f32(global_address, shared_address, bytes);
+#else
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global_address),
+               "r"(shared_address), "r"(bytes)
+               : "memory");
+#endif
+}
+
+// ---- a semaphore in global memory ------------------------------------------------------
+
+// What a fixed order among CTAs is built from (e.g. the dQ contributions of the
+// key tiles added in turn): a CTA waits until a counter reaches its turn with
+// ld_acquire_gpu in a loop, does its part, and passes the turn on with
+// red_release_gpu_add. Both 4-byte aligned global addresses, .gpu scope.
+
+// ld.acquire.gpu.global.s32: later accesses of the thread are ordered after it,
+// and it sees what a release it reads from published.
+__device__ __forceinline__ int ld_acquire_gpu(const int* address) {
+#if defined(ATTNBENCH_CUDASIM)
+  return cudasim::ld_acquire_gpu_s32(address);
+#else
+  int value;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(value) : "l"(address) : "memory");
+  return value;
+#endif
+}
+// red.release.gpu.global.add.s32: *address += value, atomically, after every
+// earlier access of the thread (publish them with a barrier first when other
+// threads of the CTA made them).
+__device__ __forceinline__ void red_release_gpu_add(int* address, int value) {
+#if defined(ATTNBENCH_CUDASIM)
+  cudasim::red_release_gpu_add_s32(address, value);
+#else
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(address), "r"(value) : "memory");
 #endif
 }
 

@@ -173,6 +173,34 @@ __global__ void red_add_pair_kernel(const std::uint32_t* in, std::uint32_t* out)
   add_pair_to_global(pairs + 2 * (t % differential::kRedPairs), bits_float(in[2 * t]), bits_float(in[2 * t + 1]));
 }
 
+// Thread t adds its quad to quad t mod kRedQuads of the output with
+// red.global.add.v4.f32, and its first value to word 4·kRedQuads + t mod
+// kRedQuads with red.global.add.f32.
+__global__ void red_add_vector_kernel(const std::uint32_t* in, std::uint32_t* out) {
+  const unsigned t = threadIdx.x;
+  float* sums = reinterpret_cast<float*>(out);
+  const float4 quad = make_float4(bits_float(in[4 * t]), bits_float(in[4 * t + 1]), bits_float(in[4 * t + 2]),
+                                  bits_float(in[4 * t + 3]));
+  red_add_global_v4(sums + 4 * (t % differential::kRedQuads), quad);
+  red_add_global(sums + 4 * differential::kRedQuads + t % differential::kRedQuads, quad.x);
+}
+
+// 32 threads put the input into shared memory; thread 0 adds it to the output
+// twice with cp.reduce.async.bulk (one bulk group), then waits for it.
+__global__ void bulk_reduce_kernel(const std::uint32_t* in, std::uint32_t* out) {
+  unsigned char* shared = aligned_shared();
+  auto* words = reinterpret_cast<std::uint32_t*>(shared);
+  for (unsigned i = threadIdx.x; i < differential::kBulkReduceWords; i += 32) words[i] = in[i];
+  fence_proxy_async();
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  float* sums = reinterpret_cast<float*>(out);
+  bulk_reduce_add_global(sums, shared_address(shared), 4 * differential::kBulkReduceWords);
+  bulk_reduce_add_global(sums, shared_address(shared), 4 * differential::kBulkReduceWords);
+  bulk_commit_group();
+  bulk_wait_group<0>();
+}
+
 // ---- Hopper forms (sm_90a) -----------------------------------------------------------
 
 __global__ void elect_kernel(std::uint32_t* out) { out[threadIdx.x] = elect_one_sync() ? 1u : 0u; }
@@ -428,6 +456,10 @@ void run_differential_probe(const ProbeForm& form, const std::uint32_t* in, std:
       return run(&widen_kernel<__nv_bfloat16>, 128, 0, in, out);
     case Probe::red_add_pair:
       return run(&red_add_pair_kernel, differential::kRedThreads, 0, in, out);
+    case Probe::red_add_vector:
+      return run(&red_add_vector_kernel, differential::kRedThreads, 0, in, out);
+    case Probe::bulk_reduce:
+      return run(&bulk_reduce_kernel, 32, 4 * differential::kBulkReduceWords + 1024, in, out);
     case Probe::elect:
       return run(&elect_kernel, 32, 0, out);
     case Probe::stmatrix:

@@ -31,6 +31,8 @@ enum class Probe {
   from_half,       // to_float(__half)
   from_bfloat16,   // to_float(__nv_bfloat16)
   red_add_pair,    // red.global.add.v2.f32 (add_pair_to_global)
+  red_add_vector,  // red.global.add.v4.f32 and red.global.add.f32 (red_add_global_v4, red_add_global)
+  bulk_reduce,     // cp.reduce.async.bulk .add.f32, twice onto the same destination (bulk_reduce_add_global)
   elect,           // elect.sync (elect_one_sync)
   stmatrix,        // stmatrix .x4 (plain or .trans)
   wgmma,           // wgmma.mma_async m64nNk16, SS or RS
@@ -57,6 +59,8 @@ inline constexpr int kEx2Count = 2048;
 inline constexpr int kConversionCount = 2048;  // fp32 values narrowed
 inline constexpr int kWidenCount = 65536;      // every 16-bit pattern widened
 inline constexpr int kRedThreads = 256, kRedPairs = 8;
+inline constexpr int kRedQuads = 8;          // red_add_vector: 8 quads by .v4, then 8 words by the scalar form
+inline constexpr int kBulkReduceWords = 64;  // bulk_reduce: 256 bytes
 
 // TMA: a 2-d fp16 tensor of 24 rows of 72 elements (144-byte rows) and a box
 // of 16 rows of swizzle / 2 elements (64 without swizzle). Loads start 4 rows
@@ -164,6 +168,10 @@ inline std::size_t input_words(const ProbeForm& form) {
       return kWidenCount / 2;  // two 16-bit values per word
     case Probe::red_add_pair:
       return 2 * kRedThreads;
+    case Probe::red_add_vector:
+      return 4 * kRedThreads;
+    case Probe::bulk_reduce:
+      return kBulkReduceWords;
     case Probe::elect:
       return 1;
     case Probe::stmatrix:
@@ -202,6 +210,10 @@ inline std::size_t output_words(const ProbeForm& form) {
       return kWidenCount;
     case Probe::red_add_pair:
       return 2 * kRedPairs;
+    case Probe::red_add_vector:
+      return 4 * kRedQuads + kRedQuads;
+    case Probe::bulk_reduce:
+      return kBulkReduceWords;
     case Probe::elect:
       return 32;
     case Probe::wgmma:

@@ -84,4 +84,26 @@ __global__ void __launch_bounds__(384, 1)
   out[threadIdx.x] = smem[threadIdx.x];
 }
 
+__global__ void __launch_bounds__(128) hopper_reduction_compile_check(float* sums, int* semaphore) {
+  if (threadIdx.x == 0) {
+    while (ld_acquire_gpu(semaphore) != static_cast<int>(blockIdx.x)) {
+    }
+  }
+  __syncthreads();
+  extern __shared__ __align__(128) unsigned char smem[];
+  const float value = static_cast<float>(threadIdx.x);
+  red_add_global(sums + threadIdx.x, value);
+  red_add_global_v2(sums + 2 * threadIdx.x, value, value);
+  red_add_global_v4(sums + 4 * threadIdx.x, make_float4(value, value, value, value));
+  reinterpret_cast<float*>(smem)[threadIdx.x] = value;
+  fence_proxy_async();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    bulk_reduce_add_global(sums, shared_address(smem), 512);
+    bulk_commit_group();
+    bulk_wait_group<0>();
+    red_release_gpu_add(semaphore, 1);
+  }
+}
+
 }  // namespace attnbench

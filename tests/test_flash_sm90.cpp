@@ -19,6 +19,7 @@
 #include <string>
 
 #include "harness/backend.hpp"
+#include "harness/cudasim/cta_order_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/schedule_trace.hpp"
 #include "harness/cudasim/time_out_switch.hpp"
@@ -184,6 +185,55 @@ std::string backward_case_name(const ::testing::TestParamInfo<Sm90BackwardCase>&
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90Backward, ::testing::ValuesIn(kBackwardCases), backward_case_name);
+
+// The deterministic mode: under three CTA orders (cta_order_switch.hpp), on
+// one host thread so that the order of the unordered reductions is the CTAs',
+// cudasim.flash.sm90.deterministic gives bit-identical dQ, dK and dV, and
+// passes the oracle; cudasim.flash.sm90's dQ differs between some two orders
+// (so the orders do reorder its additions) and passes the oracle too. Five
+// key tiles add to every query tile (no mask), two query heads per kv head.
+TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) {
+  cudasim::set_sanitizer_enabled(true);
+  Problem p;
+  p.direction = Direction::fwd_bwd;
+  p.heads = 2;
+  p.kv_heads = 1;
+  p.seqlen_q = 130;
+  p.seqlen_k = 600;
+  p.head_dim = 64;
+  p.dtype = InputDType::fp16;
+  p.input.seed = 31;
+  resolve_lengths(p);
+  const AccuracySettings settings;
+  CaseData data(p, settings, 1);
+  const auto bytes = [](const HostTensor& tensor) { return tensor.storage; };
+  for (const char* name : {"cudasim.flash.sm90.deterministic", "cudasim.flash.sm90"}) {
+    Implementation* implementation = ImplementationRegistry::instance().find(name);
+    ASSERT_NE(implementation, nullptr) << name;
+    std::vector<std::vector<std::byte>> d_q, d_k, d_v;
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      const cudasim::CtaOrder order(seed);
+      std::string skip_reason;
+      const auto session = ImplementationSession::open(*implementation, data, 1, skip_reason);
+      ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
+      session->checked_call();
+      const HostOutputs outputs = session->copy_outputs();
+      EXPECT_EQ(session->check_accuracy(outputs).status, "passed") << name << ", CTA order " << seed;
+      d_q.push_back(bytes(outputs.d_q));
+      d_k.push_back(bytes(outputs.d_k));
+      d_v.push_back(bytes(outputs.d_v));
+    }
+    if (std::string(name) == "cudasim.flash.sm90.deterministic") {
+      for (std::size_t run = 1; run < d_q.size(); ++run) {
+        EXPECT_TRUE(d_q[run] == d_q[0]) << "dQ of CTA order " << run + 1 << " differs from order 1's";
+        EXPECT_TRUE(d_k[run] == d_k[0]) << "dK of CTA order " << run + 1 << " differs from order 1's";
+        EXPECT_TRUE(d_v[run] == d_v[0]) << "dV of CTA order " << run + 1 << " differs from order 1's";
+      }
+    } else {
+      EXPECT_TRUE(d_q[1] != d_q[0] || d_q[2] != d_q[0]) << "the CTA orders did not change the unordered dQ";
+    }
+  }
+}
 
 // ---- The schedule --------------------------------------------------------------
 

@@ -10,7 +10,9 @@
 // cuda.flash.sm90.serial (each tile's softmax after the previous P·V, the
 // consumers still taking turns) and cuda.flash.sm90.no_pingpong (the consumers
 // issuing their GEMMs whenever they are ready); the two ablations are
-// forward-only, since the backward does not read the flags.
+// forward-only, since the backward does not read the flags. A fourth,
+// cuda.flash.sm90.deterministic, runs the backward with its dQ contributions
+// added in a fixed order (a run-time flag of the same instances).
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,13 +35,19 @@ namespace {
 
 class CudaFlashSm90 final : public CudaImplementation {
  public:
-  explicit CudaFlashSm90(Sm90Schedule schedule) : schedule_(schedule) {}
+  explicit CudaFlashSm90(Sm90Schedule schedule, bool deterministic = false)
+      : schedule_(schedule), deterministic_(deterministic) {}
   std::string_view name() const override {
+    if (deterministic_) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.deterministic");
     if (!schedule_.softmax_overlaps_pv) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.serial");
     if (!schedule_.pingpong) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.no_pingpong");
     return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90");
   }
   std::string_view summary() const override {
+    if (deterministic_) {
+      return "cuda.flash.sm90 with the backward's dQ contributions added in the key tiles' order (a semaphore per "
+             "query tile), so that two runs give the same bits: the ablation";
+    }
     if (!schedule_.softmax_overlaps_pv) {
       return "cuda.flash.sm90 with the softmax/P·V overlap inside a consumer switched off (a run-time flag): "
              "the ablation";
@@ -66,6 +74,10 @@ class CudaFlashSm90 final : public CudaImplementation {
   Verdict supports(const Problem& p) const override {
     if (is_ablation()) {
       if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
+    }
+    if (deterministic_ && !has_backward(p.direction)) {
+      return Verdict::no(std::string(name()) + " is an ablation of the backward; its forward is " +
+                         std::string(ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90")) + "'s");
     }
     if (has_backward(p.direction)) {
       if (!Sm90BackwardHeadDims::contains(p.head_dim)) {
@@ -115,7 +127,8 @@ class CudaFlashSm90 final : public CudaImplementation {
     const cudaStream_t stream = stream_of(context);
     const AttentionParams params = make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream));
     launch_flash_sm90_backward(params, p.dtype, buffers,
-                               static_cast<unsigned char*>(buffers.workspace.data) + device_lengths_bytes(p), stream);
+                               static_cast<unsigned char*>(buffers.workspace.data) + device_lengths_bytes(p),
+                               deterministic_, stream);
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext&) const override {
@@ -141,7 +154,11 @@ class CudaFlashSm90 final : public CudaImplementation {
           {"shared_memory_bytes", backward.shared_bytes},
           {"loads", "TMA: K and V once per CTA; Q, dO, LSE and D per query tile, full/empty mbarriers"},
           {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S^T, dP^T: SS; dV, dK: RS; dQ: SS"},
-          {"dq", "fp32 accumulator in the workspace, red.global.add.v2.f32 per 64x64 part, unordered"}};
+          {"deterministic", deterministic_},
+          {"dq", deterministic_ ? "fp32 accumulator in the workspace; each 64x64 part added with red.global.add.v2.f32 "
+                                  "in the key tiles' order (a semaphore per query tile: ld.acquire / red.release)"
+                                : "fp32 accumulator in the workspace; each 64x64 part staged in shared memory and added "
+                                  "with one cp.reduce.async.bulk .add.f32 (16 KiB), in no fixed order"}};
     }
     return configuration;
   }
@@ -150,6 +167,7 @@ class CudaFlashSm90 final : public CudaImplementation {
   bool is_ablation() const { return !schedule_.softmax_overlaps_pv || !schedule_.pingpong; }
 
   Sm90Schedule schedule_;
+  bool deterministic_;
 };
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{}); }};
@@ -157,6 +175,8 @@ const ImplementationRegistration kSerialRegistration{
     [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{false, true}); }};
 const ImplementationRegistration kNoPingpongRegistration{
     [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{true, false}); }};
+const ImplementationRegistration kDeterministicRegistration{
+    [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{}, true); }};
 
 }  // namespace
 ATTNBENCH_CUDA_BUILD_END

@@ -78,6 +78,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -108,6 +109,7 @@ constexpr unsigned kAllLanes = 0xffffffffu;
 enum Sm90BackwardBarrier : int {
   kDsBarrier = 1,        // the 256 MMA threads: a tile's dSᵀ is whole; before the epilogue
   kEpilogueBarrier = 2,  // + c: MMA warpgroup c's 128 threads before its TMA stores
+  kDqBarrier = 4,        // + c: MMA warpgroup c's 128 threads around its dQ reduction
 };
 constexpr int kMmaThreads = 256;
 
@@ -122,6 +124,12 @@ __device__ __forceinline__ Value opaque(Value value) {
   asm volatile("" : "+r"(value));
 #endif
   return value;
+}
+
+__device__ __forceinline__ std::uint32_t float_bits(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
 }
 
 // What every role of a CTA knows: its keys, the query tiles that see them,
@@ -171,6 +179,9 @@ struct Sm90BackwardCta {
   }
   __device__ __forceinline__ std::uint32_t delta_rows(int stage) const {
     return at(offsetof(Shared, delta)) + static_cast<std::uint32_t>(stage * T::kRowVectorBytes);
+  }
+  __device__ __forceinline__ std::uint32_t dq_part(int consumer) const {
+    return at(offsetof(Shared, dq)) + static_cast<std::uint32_t>(consumer * 4 * 64 * T::kDqColumns);
   }
   __device__ __forceinline__ std::uint32_t kv_full() const { return at(offsetof(Shared, kv_full)); }
   __device__ __forceinline__ Pipeline query() const { return Pipeline(at(offsetof(Shared, query))); }
@@ -228,7 +239,8 @@ __device__ __forceinline__ void load_tiles(const Sm90BackwardCta<kHeadDim>& cta,
 template <typename Element, int kHeadDim, bool kDropout>
 __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const AttentionParams& params,
                                     const Sm90BackwardMaps& maps, int consumer, float scale_log2,
-                                    float* __restrict__ dq_accumulator, int padded_rows) {
+                                    float* __restrict__ dq_accumulator, int* __restrict__ semaphores,
+                                    int padded_rows, bool deterministic) {
   using T = Sm90BackwardTraits<kHeadDim>;
   constexpr int kSlices = T::kBlockM / 64;  // query slices of Sᵀ and dPᵀ: wgmma's N is 64
   const auto ring = cta.query();
@@ -374,7 +386,10 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
       fence_slice(slice);
     }
     fence_proxy_async();
-    named_barrier_sync(kDsBarrier, kMmaThreads);  // both warpgroups' rows of the dSᵀ tile are written
+    // Both warpgroups' rows of the dSᵀ tile are written; and, once thread 0
+    // has seen the previous tile's reduction read its staging, it is free.
+    if (thread == 0) bulk_wait_group_read<0>();
+    named_barrier_sync(kDsBarrier, kMmaThreads);
 
     // dK += dSᵀ·Q: A the warpgroup's rows of the dSᵀ tile (K-major: k = query), B Q (MN-major).
     wgmma_fence_operand(d_key);
@@ -408,16 +423,51 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     if (thread == 0) ring.consumer_release(state);  // Sᵀ, dPᵀ, dV and dK have read the stage
 
     // The part into the accumulator: one contiguous 64 × 64 block.
-    float* const part = dq_accumulator +
-                        (static_cast<std::int64_t>(cta.batch) * params.heads + head) * padded_rows * kHeadDim +
+    const std::int64_t row_vector = static_cast<std::int64_t>(cta.batch) * params.heads + head;
+    float* const part = dq_accumulator + row_vector * padded_rows * kHeadDim +
                         sm90_dq_offset(first_row + dq_part.first_row, dq_part.first_dim, T::kBlockM, kHeadDim);
+    if (deterministic) {
+      // In the key tiles' order: wait for this tile's turn (both consumers of
+      // every earlier key tile have added theirs: 2 per tile), add, pass on.
+      const int query_tile = first_row / T::kBlockM;
+      int* const semaphore = semaphores + row_vector * (padded_rows / T::kBlockM) + query_tile;
+      // (The lengths are read again here rather than kept in registers across the loop.)
+      const auto batch = static_cast<std::int64_t>(blockIdx.z);
+      const int turn = sm90_dq_turn(params.mask, static_cast<int>(blockIdx.x), query_tile, T::kBlockM, T::kBlockN,
+                                    params.length_q(batch), params.length_k(batch));
+      if (thread == 0) {
+        while (ld_acquire_gpu(semaphore) < T::kConsumers * turn) {
+        }
+      }
+      named_barrier_sync(kDqBarrier + consumer, 128);
 #pragma unroll
-    for (int i = 0; i < T::kDqColumns / 2; i += 2) {
-      const int row = T::kWarpKeys * warp + lane / 4 + 8 * ((i >> 1) & 1);
-      const int column = 8 * (i >> 2) + lane_column;
-      add_pair_to_global(part + row * T::kDqColumns + column, d_query[i], d_query[i + 1]);
+      for (int i = 0; i < T::kDqColumns / 2; i += 2) {
+        const int row = T::kWarpKeys * warp + lane / 4 + 8 * ((i >> 1) & 1);
+        red_add_global_v2(part + row * T::kDqColumns + 8 * (i >> 2) + lane_column, d_query[i], d_query[i + 1]);
+      }
+      named_barrier_sync(kDqBarrier + consumer, 128);  // the warpgroup's adds precede the release
+      if (thread == 0) red_release_gpu_add(semaphore, 1);
+    } else {
+      // Staged in shared memory in the block's layout, then one bulk
+      // reduce-add of its 16 KiB by thread 0; the staging's next writes wait
+      // for its reads (bulk_wait_group_read before the next tile's kDsBarrier).
+      const std::uint32_t staging = cta.dq_part(consumer);
+#pragma unroll
+      for (int i = 0; i < T::kDqColumns / 2; i += 2) {
+        const int row = T::kWarpKeys * warp + lane / 4 + 8 * ((i >> 1) & 1);
+        const auto offset = static_cast<std::uint32_t>(4 * (row * T::kDqColumns + 8 * (i >> 2) + lane_column));
+        store_shared_u32(staging + offset, float_bits(d_query[i]));
+        store_shared_u32(staging + offset + 4, float_bits(d_query[i + 1]));
+      }
+      fence_proxy_async();
+      named_barrier_sync(kDqBarrier + consumer, 128);
+      if (thread == 0) {
+        bulk_reduce_add_global(part, staging, 4 * 64 * T::kDqColumns);
+        bulk_commit_group();
+      }
     }
   }
+  if (thread == 0) bulk_wait_group<0>();  // the last reduction is done before the epilogue's bulk group
 
   // Epilogue: the other warpgroup's last dQ may still read K; then dK and dV
   // staged over this warpgroup's rows of the K and V tiles.
@@ -439,7 +489,8 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
 template <typename Element, int kHeadDim, bool kDropout>
 __global__ void __launch_bounds__(Sm90BackwardTraits<kHeadDim>::kThreads, 1)
     flash_sm90_backward_kernel(const __grid_constant__ Sm90BackwardMaps maps, AttentionParams params,
-                               float* __restrict__ dq_accumulator, int padded_rows, float scale_log2) {
+                               float* __restrict__ dq_accumulator, int* __restrict__ semaphores, int padded_rows,
+                               float scale_log2, bool deterministic) {
   using T = Sm90BackwardTraits<kHeadDim>;
   const Sm90BackwardCta<kHeadDim> cta(params);
   if (threadIdx.x == 0) cta.init_barriers();
@@ -452,7 +503,8 @@ __global__ void __launch_bounds__(Sm90BackwardTraits<kHeadDim>::kThreads, 1)
     return;
   }
   setmaxnreg_inc<T::kConsumerRegisters>();
-  consume_query_tiles<Element, kHeadDim, kDropout>(cta, params, maps, warpgroup - 1, scale_log2, dq_accumulator, padded_rows);
+  consume_query_tiles<Element, kHeadDim, kDropout>(cta, params, maps, warpgroup - 1, scale_log2, dq_accumulator,
+                                                   semaphores, padded_rows, deterministic);
 }
 
 // ---- 1. prepare and 3. convert: per query row ----------------------------------------
@@ -464,7 +516,8 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
     flash_sm90_backward_prepare_kernel(AttentionParams params, const Element* __restrict__ out,
                                        const Element* __restrict__ d_out, const float* __restrict__ lse,
                                        float* __restrict__ lse_log2, float* __restrict__ delta,
-                                       float* __restrict__ dq_accumulator, int padded_rows) {
+                                       float* __restrict__ dq_accumulator, int* __restrict__ semaphores,
+                                       int padded_rows) {
   using T = Sm90BackwardTraits<kHeadDim>;
   const int row = static_cast<int>(blockIdx.x) * kFlashBackwardRowsPerBlock +
                   static_cast<int>(threadIdx.x) / kFlashBackwardRowLanes;
@@ -494,6 +547,7 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
     delta[row_vector * padded_rows + row] = sum;
     const float row_lse = inside ? lse[row_vector * params.seqlen_q + row] : 0.0f;
     lse_log2[row_vector * padded_rows + row] = exp_reference(row_lse) * kLog2e;
+    if (row % T::kBlockM == 0) semaphores[row_vector * (padded_rows / T::kBlockM) + row / T::kBlockM] = 0;
   }
   float* const block = dq_accumulator + row_vector * padded_rows * kHeadDim;
 #pragma unroll
@@ -551,7 +605,7 @@ CUtensorMap row_vector_map(const float* data, std::int64_t padded_rows, std::int
 
 template <typename Element, int kHeadDim>
 void launch_backward(const AttentionParams& params, const AttentionBuffers& buffers, void* backward_workspace,
-                     cudaStream_t stream) {
+                     bool deterministic, cudaStream_t stream) {
   using T = Sm90BackwardTraits<kHeadDim>;
   constexpr bool kBf16 = std::is_same_v<Element, __nv_bfloat16>;
   const Sm90BackwardWorkspace layout =
@@ -560,13 +614,14 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
   auto* const lse_log2 = reinterpret_cast<float*>(workspace + layout.lse_log2);
   auto* const delta = reinterpret_cast<float*>(workspace + layout.delta);
   auto* const dq_accumulator = reinterpret_cast<float*>(workspace + layout.dq_accumulator);
+  auto* const semaphores = reinterpret_cast<int*>(workspace + layout.semaphores);
   const auto padded_rows = static_cast<int>(sm90_backward_padded_rows(params.seqlen_q, T::kBlockM));
 
   const dim3 row_grid(static_cast<unsigned>(padded_rows / kFlashBackwardRowsPerBlock),
                       static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   launch_kernel(&flash_sm90_backward_prepare_kernel<Element, kHeadDim>, row_grid, kFlashBackwardRowThreads, 0, stream,
                 params, static_cast<const Element*>(buffers.out.data), static_cast<const Element*>(buffers.d_out.data),
-                static_cast<const float*>(buffers.lse.data), lse_log2, delta, dq_accumulator, padded_rows);
+                static_cast<const float*>(buffers.lse.data), lse_log2, delta, dq_accumulator, semaphores, padded_rows);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 
   Sm90BackwardMaps maps;
@@ -598,8 +653,8 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
   const dim3 grid(static_cast<unsigned>((params.seqlen_k + T::kBlockN - 1) / T::kBlockN),
                   static_cast<unsigned>(params.kv_heads), static_cast<unsigned>(params.batch));
   const float scale_log2 = static_cast<float>(static_cast<double>(params.scale) * 1.4426950408889634);
-  launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, maps, params, dq_accumulator, padded_rows,
-                scale_log2);
+  launch_kernel(kernel, grid, dim3(T::kThreads), T::kSharedBytes, stream, maps, params, dq_accumulator, semaphores,
+                padded_rows, scale_log2, deterministic);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 
   const dim3 convert_grid(
@@ -616,9 +671,9 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
 
 template <typename Element>
 void launch_for_head_dim(const AttentionParams& params, const AttentionBuffers& buffers, void* backward_workspace,
-                         cudaStream_t stream) {
+                         bool deterministic, cudaStream_t stream) {
   const bool launched = Sm90BackwardHeadDims::dispatch(params.head_dim, [&](auto head_dim) {
-    launch_backward<Element, decltype(head_dim)::value>(params, buffers, backward_workspace, stream);
+    launch_backward<Element, decltype(head_dim)::value>(params, buffers, backward_workspace, deterministic, stream);
   });
   if (!launched) unlisted_head_dim(params.head_dim);
 }
@@ -643,11 +698,11 @@ std::size_t flash_sm90_backward_workspace_bytes(const Problem& problem) {
 }
 
 void launch_flash_sm90_backward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                                void* backward_workspace, cudaStream_t stream) {
+                                void* backward_workspace, bool deterministic, cudaStream_t stream) {
   if (dtype == InputDType::fp16) {
-    launch_for_head_dim<__half>(params, buffers, backward_workspace, stream);
+    launch_for_head_dim<__half>(params, buffers, backward_workspace, deterministic, stream);
   } else {
-    launch_for_head_dim<__nv_bfloat16>(params, buffers, backward_workspace, stream);
+    launch_for_head_dim<__nv_bfloat16>(params, buffers, backward_workspace, deterministic, stream);
   }
 }
 

@@ -37,9 +37,12 @@ std::size_t flash_sm90_backward_workspace_bytes(const Problem& problem);
 // written buffers.out and buffers.lse. `params` from make_attention_params
 // (lengths uploaded when padded); `backward_workspace` has
 // flash_sm90_backward_workspace_bytes() bytes, 256-byte aligned. Launches three
-// kernels on `stream`. Throws DeviceError when the driver refuses a tensor map.
+// kernels on `stream`. With `deterministic`, the key tiles add their dQ
+// contributions in a fixed order (a semaphore per query tile), so that two
+// calls give the same bits; otherwise in whatever order they finish. Throws
+// DeviceError when the driver refuses a tensor map.
 void launch_flash_sm90_backward(const AttentionParams& params, InputDType dtype, const AttentionBuffers& buffers,
-                                void* backward_workspace, cudaStream_t stream);
+                                void* backward_workspace, bool deterministic, cudaStream_t stream);
 
 ATTNBENCH_CUDA_BUILD_END
 }  // namespace attnbench

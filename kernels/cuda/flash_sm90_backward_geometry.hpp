@@ -10,6 +10,7 @@
 
 #include "kernels/common/host_device.hpp"
 #include "kernels/cuda/attention_params.hpp"
+#include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/hopper_shared_storage.hpp"
 
@@ -39,9 +40,10 @@ using Sm90BackwardHeadDims = HeadDimList<64, 128>;
 //   Shared memory (Shared below): K and V (128 keys, resident), 2 stages ×
 //   (Q + dO) of kBlockM rows, 2 dSᵀ buffers (128 keys × kBlockM queries,
 //   so that one consumer may write the next tile's while the other still
-//   reads this one's), LSE·log2(e) and D per stage, then the mbarriers: at
-//   d128 64 + 2 × 32 + 2 × 16 = 160 KiB, at d64 32 + 2 × 32 + 2 × 32 = 160 KiB,
-//   plus 1 KiB of row vectors and 1 KiB to align the base, of 227 KiB.
+//   reads this one's), LSE·log2(e) and D per stage, each consumer's fp32 dQ
+//   part (16 KiB, the source of its bulk reduce-add), then the mbarriers: at
+//   d128 64 + 2 × 32 + 2 × 16 + 32 = 192 KiB, at d64 32 + 2 × 32 + 2 × 32 + 32
+//   = 192 KiB, plus up to 2 KiB of row vectors and 1 KiB to align the base, of 227 KiB.
 template <int kHeadDim>
 struct Sm90BackwardTraits {
   static constexpr int kBlockN = 128, kBlockM = kHeadDim == 64 ? 128 : 64;
@@ -73,6 +75,7 @@ struct Sm90BackwardTraits {
     std::uint8_t ds[2][kDsTileBytes];
     float lse_log2[kStages][kBlockM];
     float delta[kStages][kBlockM];
+    float dq[kConsumers][64 * kDqColumns];  // each consumer's dQ part, staged for its reduction
     std::uint64_t kv_full;
     PipelineBarriers<kStages, 2> query;
   };
@@ -89,7 +92,8 @@ struct Sm90BackwardTraits {
                     swizzle_aligned(offsetof(Shared, d_out)) && swizzle_aligned(offsetof(Shared, ds)) &&
                     kQueryTileBytes % kSwizzleAlignment == 0 && kDsTileBytes % kSwizzleAlignment == 0,
                 "tiles and panels keep the 1024-byte swizzle alignment");
-  static_assert(offsetof(Shared, lse_log2) % 128 == 0 && kRowVectorBytes % 128 == 0, "TMA destinations 128-byte aligned");
+  static_assert(offsetof(Shared, lse_log2) % 128 == 0 && kRowVectorBytes % 128 == 0 && offsetof(Shared, dq) % 128 == 0,
+                "TMA and bulk copies' shared addresses 128-byte aligned");
   static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <= 65536,
                 "the roles' registers fit the SM's 64K");
 };
@@ -112,6 +116,7 @@ ATTNBENCH_HD constexpr Sm90DqPart sm90_dq_part(int consumer, int block_m, int he
 //   lse_log2        [batch·heads, padded_rows]   LSE·log2(e), 0 for a row without keys and past seqlen_q
 //   delta           [batch·heads, padded_rows]   D = rowsum(dO ∘ O), 0 past seqlen_q
 //   dq_accumulator  [batch·heads, query tile, part, 64 rows, 64 dims]   Σ dS·K (τ applied when converting)
+// then int32 semaphores [batch·heads, query tile], zeroed with the accumulator.
 // The accumulator is tiled so that each consumer's part of a query tile is
 // one contiguous 16 KiB block: the unit of its reduction.
 ATTNBENCH_HD constexpr std::int64_t sm90_backward_padded_rows(std::int64_t seqlen_q, int block_m) {
@@ -122,6 +127,7 @@ struct Sm90BackwardWorkspace {
   std::size_t lse_log2;
   std::size_t delta;
   std::size_t dq_accumulator;
+  std::size_t semaphores;  // int32 [batch·heads, query tiles]: the deterministic mode's turns
   std::size_t total;
 };
 ATTNBENCH_HD constexpr Sm90BackwardWorkspace sm90_backward_workspace(std::int64_t batch, std::int64_t heads,
@@ -133,8 +139,21 @@ ATTNBENCH_HD constexpr Sm90BackwardWorkspace sm90_backward_workspace(std::int64_
   layout.lse_log2 = 0;
   layout.delta = vector_bytes;
   layout.dq_accumulator = 2 * vector_bytes;
-  layout.total = 2 * vector_bytes + round_up_256(rows * static_cast<std::size_t>(head_dim) * sizeof(float));
+  layout.semaphores = 2 * vector_bytes + round_up_256(rows * static_cast<std::size_t>(head_dim) * sizeof(float));
+  layout.total = layout.semaphores + round_up_256(rows / static_cast<std::size_t>(block_m) * sizeof(std::int32_t));
   return layout;
+}
+
+// The deterministic mode: the key tiles that see query tile `query_tile`
+// add their dQ parts in the order of their index, the first of them
+// (flash_key_tiles of the tile's rows, kernels/cuda/flash_geometry.hpp) first.
+// A key tile's turn counts from 0 at that first tile; the CTAs that visit the
+// query tile (flash_backward_query_tiles of their keys) are exactly those
+// tiles (tests/test_flash_sm90_backward_geometry.cpp).
+ATTNBENCH_HD int sm90_dq_turn(const MaskSpec& mask, int key_tile, int query_tile, int block_m, int block_n,
+                              std::int64_t len_q, std::int64_t len_k) {
+  const std::int64_t first_row = static_cast<std::int64_t>(query_tile) * block_m;
+  return key_tile - flash_key_tiles(mask, first_row, first_row + block_m, len_q, len_k, block_n).first;
 }
 
 // Where dQ's element (row, dim) of one (b, h) lies in its accumulator block

@@ -2,7 +2,8 @@
 # The prepared GPU check: on a machine with a GPU, build
 # for the GPU present (dependencies from .deps, see scripts/gather-deps.sh);
 # on a Hopper, time cuda.flash.sm90 on the FlashAttention-3 forward grid and
-# the paper's ablation first (the figures only a GPU gives, each section under
+# the paper's ablation, then its backward grid and the backward's
+# deterministic ablation, first (the figures only a GPU gives, each section under
 # its own time limit; before the build, with the sm_90 binary gather-deps.sh
 # built, where that one runs here); run the differential check (the
 # instruction probes on the GPU against the simulator, differential.log);
@@ -76,6 +77,8 @@ fi
 # run goes). Only on a Hopper.
 fa3_status=skipped
 ablation_status=skipped
+fa3_bwd_status=skipped
+deterministic_status=skipped
 fa3_ran_with=none
 fa3_sections() {  # "$@": the attnbench command
   step "FlashAttention-3 forward grid (scenarios/fa3_grid_fwd.json, at most 240 s)"
@@ -88,6 +91,18 @@ fa3_sections() {  # "$@": the attnbench command
   ablation_status=$?
   "$@" report "$out/fa3_ablation.json" --table seqlen > "$out/report-fa3-ablation.md" 2>> "$out/fa3_ablation.log"
   step "FlashAttention-3 ablation: exit $ablation_status (report-fa3-ablation.md)"
+  step "FlashAttention-3 backward grid (scenarios/fa3_grid_bwd.json, at most 240 s)"
+  timeout -k 10 240 "$@" run scenarios/fa3_grid_bwd.json --overwrite -o "$out/fa3_grid_bwd.json" > "$out/fa3_grid_bwd.log" 2>&1
+  fa3_bwd_status=$?
+  "$@" report "$out/fa3_grid_bwd.json" --table seqlen > "$out/report-fa3-grid-bwd.md" 2>> "$out/fa3_grid_bwd.log"
+  step "FlashAttention-3 backward grid: exit $fa3_bwd_status (report-fa3-grid-bwd.md)"
+  step "deterministic backward ablation (scenarios/fa3_bwd_deterministic.json, at most 60 s)"
+  timeout -k 10 60 "$@" run scenarios/fa3_bwd_deterministic.json --overwrite -o "$out/fa3_bwd_deterministic.json" \
+    > "$out/fa3_bwd_deterministic.log" 2>&1
+  deterministic_status=$?
+  "$@" report "$out/fa3_bwd_deterministic.json" --table seqlen > "$out/report-fa3-bwd-deterministic.md" \
+    2>> "$out/fa3_bwd_deterministic.log"
+  step "deterministic backward ablation: exit $deterministic_status (report-fa3-bwd-deterministic.md)"
 }
 
 # The attnbench that scripts/gather-deps.sh built for sm_90 on the development
@@ -329,7 +344,7 @@ sys.exit(1 if wrong else 0)
 PY
 fi
 step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
-step "done: FA3 sections with $fa3_ran_with; differential $differential_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: FA3 sections with $fa3_ran_with; differential $differential_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, FA3 backward grid $fa3_bwd_status, deterministic backward $deterministic_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="

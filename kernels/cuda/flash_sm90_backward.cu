@@ -22,30 +22,46 @@
 //    - Warpgroups 1 and 2, the MMA warpgroups, take registers (setmaxnreg.inc
 //      240); warpgroup c owns keys 64c .. 64c + 63 of the tile (the M of its
 //      key-major products). Per query tile, with wgmma m64nNk16 (fp16/bf16
-//      in, fp32 accumulate), the operands:
-//        Sᵀ  = K_c·Qᵀ    SS: A K rows 64c.. (K-major), B Q (K-major: k = dim); N = kBlockM
-//        dPᵀ = V_c·dOᵀ   SS: A V rows 64c.. (K-major), B dO (K-major); N = kBlockM
+//      in, fp32 accumulate), slice by slice of 64 queries (the N of Sᵀ and
+//      dPᵀ; two slices at d64, one at d128), the operands:
+//        Sᵀ  = K_c·Qᵀ    SS: A K rows 64c.. (K-major), B the slice's Q rows (K-major: k = dim); N = 64
+//        dPᵀ = V_c·dOᵀ   SS: A V rows 64c.. (K-major), B the slice's dO rows (K-major); N = 64
 //        Pᵀ  = exp2(Sᵀ·τ·log2(e) − LSE·log2(e)) in registers, 0 where masked;
 //              dSᵀ = Pᵀ ∘ (dPᵀ ∘ Zᵀ/(1−p) − D) in registers (D, LSE from the stage's rows)
-//        dV += (Pᵀ∘Zᵀ)·dO  RS: A Pᵀ from registers (the accumulator repacked), B dO MN-major (k = query)
-//        dK += dSᵀ·Q     RS: A dSᵀ from registers, B Q MN-major; N = d
-//        dQ  = dS·K      SS: A dS from the shared dSᵀ tile (MN-major: query contiguous),
+//        dV += (Pᵀ∘Zᵀ)·dO  RS: A Pᵀ from registers (the accumulator repacked), B dO MN-major (k = query); N = d
+//        dK += dSᵀ·Q     SS: A the warpgroup's 64 key rows of the shared dSᵀ tile (K-major: k = query),
+//                        B Q MN-major; N = d
+//        dQ  = dS·K      SS: A the dSᵀ tile's panel of the part's rows (MN-major: query contiguous),
 //                        B K MN-major (k = key), one 64-dim panel; N = 64
-//      The dSᵀ fragments go to shared memory with stmatrix (both warpgroups'
-//      keys make the tile), fence.proxy.async, then a named barrier of the
-//      256 MMA threads; each warpgroup then computes its part of the tile's
-//      dQ over all 128 keys (Sm90BackwardTraits: at d64 its 64 of the 128
-//      rows, at d128 its 64 of the 128 dims) and adds it to the fp32
-//      accumulator in global memory (below). dSᵀ is double-buffered, so one
-//      barrier per tile separates a buffer's writes from its reads: a warpgroup
-//      writes tile t + 2's dSᵀ only after passing tile t + 1's barrier, which
-//      the other reaches only after finishing tile t's dQ.
-//    - dQ across CTAs: each warpgroup's part is one contiguous 64 × 64 fp32
-//      block of the tiled accumulator (sm90_dq_offset), added with
-//      red.global.add.v2.f32, one per pair of accumulator registers: 16 KiB of
-//      reduce-add per warpgroup, kBlockM · d · 4 bytes per (key tile, query
-//      tile), and nothing read back. The order of the additions varies from
-//      run to run.
+//      dSᵀ is in registers, but dK reads it from shared memory, where it has
+//      to go for dQ anyway: as an RS operand its packed fragments (kBlockM / 4
+//      registers) would stay live beside dV, dK, and the next slice's Sᵀ and
+//      dPᵀ, and ptxas spills at d64 and d128 (CUDA 13.0); from shared memory
+//      they die at the stmatrix. The dSᵀ fragments go to the tile with
+//      stmatrix, then fence.proxy.async and a named barrier of the 256 MMA
+//      threads; each warpgroup then runs dK over its own rows and its part of
+//      the tile's dQ over all 128 keys (Sm90BackwardTraits: at d64 its 64 of
+//      the 128 rows, at d128 its 64 of the 128 dims). dSᵀ is double-buffered,
+//      so one barrier per tile separates a buffer's writes from its reads: a
+//      warpgroup writes tile t + 2's dSᵀ only after passing tile t + 1's
+//      barrier, which the other reaches only after finishing tile t's dK and dQ.
+//    - dQ across CTAs, into the fp32 accumulator in global memory: each
+//      warpgroup's part is one contiguous 64 × 64 block of the tiled
+//      accumulator (sm90_dq_offset). By default the warpgroup stages the part
+//      in shared memory and thread 0 adds it with one cp.reduce.async.bulk
+//      .add.f32 of 16 KiB (the TMA engine's reduce-add, rather than 2048
+//      red.global.add.v2 instructions from the warpgroup): kBlockM · d · 4
+//      bytes of reduce-add per (key tile, query tile), nothing read back; the
+//      staging's next write waits for the copy's reads (bulk wait_group.read
+//      before the next tile's barrier), and the additions land in whatever
+//      order the CTAs reach them. With `deterministic` (the ablation
+//      cuda.flash.sm90.deterministic) the key tiles add in their index order:
+//      a semaphore per (batch, head, query tile) in the workspace counts the
+//      parts added; thread 0 of a warpgroup waits (ld.acquire.gpu) until both
+//      parts of every earlier key tile are in (sm90_dq_turn), the warpgroup
+//      adds its part with red.global.add.v2.f32, a barrier, and thread 0
+//      passes the turn on (red.release.gpu.add). Key tiles wait only for lower
+//      ones, which start first on a GPU, so the chain always moves.
 //    - Epilogue: after a barrier of the 256 MMA threads (the other warpgroup's
 //      last dQ may still read K), dK = τ·acc and dV = acc/(1−p) through the
 //      shared epilogue (hopper_epilogue.hpp), staged over the warpgroup's own
@@ -59,6 +75,9 @@
 // rows all see all of its 64 keys skip the per-element predicates, the rest
 // compare each query with the visible rows of the thread's two keys. Padded
 // rows (i ≥ Lq) and keys (j ≥ Lk) are invisible, so their P and dS are 0.
+// Dropout: the keep bits of each slice, drawn per the Philox contract as the
+// forward's (transposed_dropout_keep_bits, kernels/cuda/fragment_softmax.hpp),
+// before the tile's products hold their registers.
 //
 // Synchronisation. mbarriers, initialised by thread 0 before the
 // __syncthreads that precedes the roles: kv_full (1 arrival + the K and V
@@ -66,10 +85,12 @@
 // kQueries and kGradients per stage, 1 arrival + bytes; the empty barrier one
 // arrival per MMA warpgroup, by its thread 0 once wgmma.wait_group 0 covers
 // the four products reading the stage). Named barriers: kDsBarrier (the 256
-// MMA threads, per tile and before the epilogue), kEpilogueBarrier + c.
+// MMA threads, per tile and before the epilogue), kEpilogueBarrier + c,
+// kDqBarrier + c (warpgroup c's 128 threads around its dQ reduction).
 //
-// Not yet in this kernel: head dim 256, the deterministic order, the
-// bulk reduce-add of a whole dQ part, the overlaps between the products.
+// Not yet in this kernel: head dim 256, FA3's 80-row query tiles at d128,
+// overlap between the products of consecutive slices or tiles (every wgmma
+// group is waited for with wait_group 0), clusters.
 #include "kernels/cuda/flash_sm90_backward.hpp"
 
 #include <cuda.h>

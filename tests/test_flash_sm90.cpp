@@ -3,7 +3,7 @@
 // bhsd layout (TMA through the tensor maps' strides), a single query row, key
 // ranges long enough that each pipeline stage is reused several times (the
 // mbarrier parities flip), exact tile multiples beside ragged lengths, grouped
-// heads 4:1, and every mbarrier wait's first try_wait timing out as the
+// heads 4:1, 6:2 and 8:1, and every mbarrier wait's first try_wait timing out as the
 // hardware's may (its retry loops run), and head dim 256 (its 80-key tiles)
 // with the bhsd layout, grouped heads and dropout. Each case: fresh random inputs,
 // poisoned outputs, the fp64 oracle, and the fused-versus-baseline rule
@@ -12,7 +12,9 @@
 // (cudasim.flash.sm90.serial) and without the consumers' ping-pong
 // (cudasim.flash.sm90.no_pingpong). And the schedule itself, traced by the
 // simulator (schedule_trace.hpp): the softmax's exponentials run while a P·V
-// is in flight, and the consumers issue their GEMMs in turns.
+// is in flight, and the consumers issue their GEMMs in turns. Then the
+// backward (kernels/cuda/flash_sm90_backward.cu), in forward-and-backward
+// calls, and its deterministic mode under several CTA orders.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -51,6 +53,11 @@ const Sm90Case kCases[] = {
      MaskSpec{true, false, -1, -1}, 0.0, false},
     {"bf16_d256_bhsd_gqa2_q300_k410_causal_bottom_right_dropout", InputDType::bf16, 256, 2, 1, 300, 410, Layout::bhsd,
      MaskSpec{true, true, -1, -1}, 0.1, false},
+    // Grouped heads whose wrong mapping (head / kv_heads) gives a wrong answer,
+    // and 7 key tiles per CTA: each stage's parity flips at least three times.
+    {"fp16_d64_gqa6to2_q130_k900", InputDType::fp16, 64, 6, 2, 130, 900, Layout::bshd, MaskSpec{}, 0.0, false},
+    {"bf16_d128_bhsd_gqa8to1_q140_k260_causal_bottom_right", InputDType::bf16, 128, 8, 1, 140, 260, Layout::bhsd,
+     MaskSpec{true, true, -1, -1}, 0.0, false},
 };
 
 class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};

@@ -94,6 +94,8 @@ MUTATIONS += [
 # cuda.flash.sm90 (kernels/cuda/flash_sm90_forward.cu): its pipeline and wgmma waits.
 SM90_SHAPES = "Shapes/FlashSm90.*"
 SM90 = "kernels/cuda/flash_sm90_forward.cu"
+SM90_BWD = "kernels/cuda/flash_sm90_backward.cu"
+SM90_BWD_TESTS = "*FlashSm90Backward*"
 MUTATIONS += [
     ("sm90_empty_arrival_dropped", "a consumer never returns a K/V stage to the producer (empty arrival dropped)",
      SM90, "    if (thread == 0) kv.consumer_release(stage);  // both products reading it are done", "", SM90_SHAPES,
@@ -199,6 +201,23 @@ MUTATIONS += [
      "tile_fully_visible(params.mask, consumer_row, consumer_row + T::kConsumerRows, first_key,",
      "tile_fully_visible(params.mask, consumer_row, consumer_row + T::kConsumerRows - 1, first_key,",
      None),
+    # cuda.flash.sm90's backward (kernels/cuda/flash_sm90_backward.cu), caught by its own tests.
+    ("sm90_bwd_dq_reduction_skips_a_key_tile", "the backward's key tile 1 never adds its dQ parts", SM90_BWD,
+     "      if (thread == 0) {\n        bulk_reduce_add_global(",
+     "      if (thread == 0 && blockIdx.x != 1) {\n        bulk_reduce_add_global(", SM90_BWD_TESTS,
+     "test_cudasim_flash_sm90"),
+    ("sm90_bwd_delta_of_another_row", "dS computed with D of the row 8 queries on", SM90_BWD,
+     "load_shared_float2(cta.delta_rows(stage) + column);", "load_shared_float2(cta.delta_rows(stage) + (column ^ 32u));",
+     SM90_BWD_TESTS, "test_cudasim_flash_sm90"),
+    ("sm90_bwd_query_stage_not_released", "the MMA warpgroups never release a Q/dO stage to the producer", SM90_BWD,
+     "    if (thread == 0) ring.consumer_release(state);", "", SM90_BWD_TESTS, "test_cudasim_flash_sm90"),
+    ("sm90_bwd_deterministic_wait_skipped", "the deterministic mode adds its dQ parts without waiting for its turn",
+     SM90_BWD, "        while (ld_acquire_gpu(semaphore) < T::kConsumers * turn) {\n        }\n", "",
+     SM90_BWD_TESTS, "test_cudasim_flash_sm90"),
+    ("sm90_bwd_gqa_head_missed", "the backward's CTA leaves out the last query head of its group", SM90_BWD,
+     "int steps() const { return group * tiles.count(); }",
+     "int steps() const { return (group - (group > 1 ? 1 : 0)) * tiles.count(); }", SM90_BWD_TESTS,
+     "test_cudasim_flash_sm90"),
     ("softmax_row_barrier_removed", "the softmax's barrier before the next row of a block reuses the shared slots",
      "baselines/cuda/softmax_kernel.cu",
      "  __syncthreads();  // the next row reuses the shared slots\n  return row;",

@@ -10,10 +10,11 @@
 #     implementation, forward and gradients, and the Hopper GEMM), and the
 #     Hopper GEMM's SASS;
 #   - on a Hopper, cuda.flash.sm90 beside cuda.flash and cuda.cublas on the
-#     FlashAttention-3 forward grid, then the short forward and forward+backward
-#     benchmark (with the CUPTI profiling pass: measured DRAM bytes beside the
-#     models), the three timing methods side by side, attnbench doctor's NVML
-#     checks, the FlashAttention-3 ablation;
+#     FlashAttention-3 forward grid and its backward grid, then the short
+#     forward and forward+backward benchmark (with the CUPTI profiling pass:
+#     measured DRAM bytes beside the models), the three timing methods side by
+#     side, the backward's deterministic mode against the unordered one,
+#     attnbench doctor's NVML checks, the FlashAttention-3 ablation;
 #   - cuda.flash.sm90's SASS, compute-sanitizer's memcheck, racecheck and
 #     synccheck on one small padded, causal case with dropout for every CUDA
 #     kernel, one case's DRAM bytes cross-checked with ncu, Table 21 with
@@ -26,8 +27,8 @@
 # take: a section whose time limit would pass it is cut to what is left, and
 # skipped where less than its useful minimum is left, saying so in steps.log.
 # DEVICE_CHECK_SKIP names sections to leave out (space-separated: differential
-# gpu-tests fa3-grid benchmark timing-methods doctor fa3-ablation sm90-sass
-# sanitizer ncu table21 torch-peer plugin), for a second call that runs what the first did not.
+# gpu-tests fa3-grid fa3-grid-bwd benchmark timing-methods bwd-deterministic
+# doctor fa3-ablation sm90-sass sanitizer ncu table21 torch-peer plugin), for a second call that runs what the first did not.
 #
 # The device tool brings back at most 8 files of at most 16 MiB each from $OUT,
 # and this check writes some forty: given BUNDLEDIR, every step also refreshes
@@ -203,6 +204,18 @@ if [[ ${capability:-90} == 90 ]] && section fa3-grid 120 45; then
   step "FlashAttention-3 grid: exit $fa3_status (report-fa3-grid.md)"
 fi
 
+# The Hopper backward beside cuda.flash's and cuda.cublas's on the
+# FlashAttention-3 backward grid (d 128 first), timings only.
+fa3_bwd_status=skipped
+if [[ ${capability:-90} == 90 ]] && section fa3-grid-bwd 150 45; then
+  step "FlashAttention-3 backward grid (scenarios/fa3_grid_bwd.json, at most $limit s)"
+  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_grid_bwd.json --no-profile --overwrite -o "$out/fa3_grid_bwd.json" \
+    > "$out/fa3_grid_bwd.log" 2>&1
+  fa3_bwd_status=$?
+  "$bin/attnbench" report "$out/fa3_grid_bwd.json" --table seqlen > "$out/report-fa3-grid-bwd.md" 2>> "$out/fa3_grid_bwd.log"
+  step "FlashAttention-3 backward grid: exit $fa3_bwd_status (report-fa3-grid-bwd.md)"
+fi
+
 bench_status=skipped
 if section benchmark 120 40; then
   step "benchmark (scenarios/device_check.json, at most $limit s)"
@@ -231,6 +244,19 @@ if section timing-methods 150 60; then
   done
   python3 scripts/compare_timing_methods.py "$out"/timing-*-*.json > "$out/timing-methods.txt" 2>&1 || timing_status=$?
   step "timing methods: exit $timing_status, $(tail -n 1 "$out/timing-methods.txt") (timing-methods.txt)"
+fi
+
+# The backward's deterministic mode (dQ added in key-tile order) against the
+# unordered one, on the same cases.
+deterministic_status=skipped
+if [[ ${capability:-90} == 90 ]] && section bwd-deterministic 60 25; then
+  step "deterministic backward ablation (scenarios/fa3_bwd_deterministic.json, at most $limit s)"
+  timeout -k 10 "$limit" "$bin/attnbench" run scenarios/fa3_bwd_deterministic.json --no-profile --overwrite \
+    -o "$out/fa3_bwd_deterministic.json" > "$out/fa3_bwd_deterministic.log" 2>&1
+  deterministic_status=$?
+  "$bin/attnbench" report "$out/fa3_bwd_deterministic.json" --table seqlen > "$out/report-fa3-bwd-deterministic.md" \
+    2>> "$out/fa3_bwd_deterministic.log"
+  step "deterministic backward ablation: exit $deterministic_status (report-fa3-bwd-deterministic.md)"
 fi
 
 # attnbench doctor on the GPU machine: the NVML checks (other processes,
@@ -264,7 +290,8 @@ if [[ $bin == build-gpu/harness ]] && section sm90-sass 60 10; then
 fi
 
 # compute-sanitizer on every kernel of cuda.flash (forward and backward),
-# cuda.flash.simple, cuda.flash.sm90 (forward) and cuda.cublas: one small case, padded, causal, with
+# cuda.flash.simple, cuda.flash.sm90 (forward and backward, and the backward's
+# deterministic mode) and cuda.cublas: one small case, padded, causal, with
 # dropout, forward and forward+backward; the in-process profiler off.
 sanitizer_status=skipped
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -274,7 +301,7 @@ if [[ -x $sanitizer ]] && section sanitizer 180 60; then
  "defaults": {"batch": 2, "heads": 4, "kv_heads": 2, "seqlen": 100, "head_dim": 64, "dtype": "fp16",
               "causal": true, "align": "bottom_right", "padding": {"lengths": [100, 63]}, "dropout": 0.1},
  "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd"}],
- "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.flash.sm90", "cuda.cublas"],
+ "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.flash.sm90", "cuda.flash.sm90.deterministic", "cuda.cublas"],
  "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
              "max_samples": 1, "min_seconds": 0, "max_seconds": 0.001}}
 JSON
@@ -390,14 +417,14 @@ PY
   fi
   step "CUDA plug-in example: $(tail -n 1 "$out/plugin-summary.txt" 2>/dev/null || echo 'not built (plugin.log)')"
   fi
-step "done: differential $differential_status, timing methods $timing_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
+step "done: differential $differential_status, FA3 backward grid $fa3_bwd_status, deterministic backward $deterministic_status, timing methods $timing_status, doctor exit $doctor_status, tests exit $tests_status, Hopper GEMM $hopper_status, sm90 SASS $sm90_status, FA3 grid $fa3_status, FA3 ablation $ablation_status, benchmark exit $bench_status, ncu $ncu_status, compute-sanitizer $sanitizer_status, torch peer $peer_status, plug-in $plugin_status, Table 21 $table21_status"
 
 echo
 echo "== failing GPU tests =="
 grep -hE '^\[  FAILED  \] [A-Za-z]' "$out/gpu-tests.log" 2> /dev/null | head -n 20 || true
 echo "== compute-sanitizer =="
 grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|Program hit|Invalid|Race reported" "$out"/sanitizer-*.log 2>/dev/null | head -n 20 || true
-for table in fa3-grid fa3-ablation; do
+for table in fa3-grid fa3-grid-bwd fa3-bwd-deterministic fa3-ablation; do
   if [[ -f $out/report-$table.md ]]; then
     echo "== cuda.flash.sm90: $table (median ms and TFLOP/s) =="
     cat "$out/report-$table.md"

@@ -19,6 +19,7 @@
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "kernels/cuda/flash_sm90_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 
 namespace attnbench {
@@ -35,7 +36,7 @@ const Implementation& implementation(const char* algorithm) {
 }
 
 const char* const kAlgorithms[] = {"cublas", "flash", "flash.simple", "flash.sm90", "flash.sm90.serial",
-                                   "flash.sm90.no_pingpong"};
+                                   "flash.sm90.no_pingpong", "flash.sm90.deterministic"};
 
 Problem square_problem(std::int64_t seqlen, std::int64_t head_dim) {
   Problem p;
@@ -98,10 +99,12 @@ TEST(CudaRegistry, TheReasonFitsWhatIsInstalled) {
 }
 
 // Which CUDA implementations have a backward; the others refuse it, saying so.
+// (cuda.flash.sm90.deterministic, the backward's ablation, is the one that
+// refuses a forward alone: below.)
 TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   const std::map<std::string, bool> has_backward_pass{
       {named("cublas"), true}, {named("flash"), true}, {named("flash.simple"), false},
-      {named("flash.sm90"), false}, {named("flash.sm90.serial"), false}, {named("flash.sm90.no_pingpong"), false}};
+      {named("flash.sm90"), true}, {named("flash.sm90.serial"), false}, {named("flash.sm90.no_pingpong"), false}};
   for (const auto& [name, backward_expected] : has_backward_pass) {
     const Implementation* implementation = ImplementationRegistry::instance().find(name);
     ASSERT_NE(implementation, nullptr) << name;
@@ -116,6 +119,43 @@ TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
       }
     }
   }
+}
+
+// cuda.flash.sm90's backward: head dims 64 and 128 (no backward tiles for
+// 256 yet), every mask and dropout; its deterministic ablation runs the
+// backward directions only, and the record says which dQ order each uses.
+TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64And128AndItsDeterministicAblationOnlyBackward) {
+  const Implementation& sm90 = implementation("flash.sm90");
+  const Implementation& deterministic = implementation("flash.sm90.deterministic");
+  const ExecutionContext context{1, nullptr, nullptr};
+  Problem p = square_problem(256, 128);
+  p.dropout = DropoutSpec{0.1, 1, 0};
+  p.mask = MaskSpec{true, true, -1, -1};
+  for (Direction direction : {Direction::bwd, Direction::fwd_bwd}) {
+    p.direction = direction;
+    for (const std::int64_t head_dim : {64, 128}) {
+      p.head_dim = head_dim;
+      EXPECT_TRUE(sm90.supports(p).ok) << sm90.supports(p).reason;
+      EXPECT_TRUE(deterministic.supports(p).ok) << deterministic.supports(p).reason;
+    }
+    p.head_dim = 256;
+    EXPECT_NE(sm90.supports(p).reason.find("backward supports head_dim 64 and 128, not 256"), std::string::npos)
+        << sm90.supports(p).reason;
+  }
+  p.head_dim = 128;
+  p.direction = Direction::fwd;
+  EXPECT_NE(deterministic.supports(p).reason.find("ablation of the backward"), std::string::npos)
+      << deterministic.supports(p).reason;
+  EXPECT_FALSE(sm90.configuration(p, context).contains("backward"));
+  p.direction = Direction::fwd_bwd;
+  const auto backward = sm90.configuration(p, context)["backward"];
+  EXPECT_EQ(backward["block_m"], Sm90BackwardTraits<128>::kBlockM);
+  EXPECT_EQ(backward["block_n"], Sm90BackwardTraits<128>::kBlockN);
+  EXPECT_EQ(backward["shared_memory_bytes"], Sm90BackwardTraits<128>::kSharedBytes);
+  EXPECT_EQ(backward["deterministic"], false);
+  EXPECT_EQ(deterministic.configuration(p, context)["backward"]["deterministic"], true);
+  p.head_dim = 64;
+  EXPECT_EQ(sm90.configuration(p, context)["backward"]["block_m"], Sm90BackwardTraits<64>::kBlockM);
 }
 
 // The Hopper kernel has tiles for head dims 64, 128 and 256 only; others are

@@ -3,7 +3,7 @@
 // bhsd layout (TMA through the tensor maps' strides), a single query row, key
 // ranges long enough that each pipeline stage is reused several times (the
 // mbarrier parities flip), exact tile multiples beside ragged lengths, grouped
-// heads 4:1, and every mbarrier wait's first try_wait timing out as the
+// heads 4:1, 6:2 and 8:1, and every mbarrier wait's first try_wait timing out as the
 // hardware's may (its retry loops run), and head dim 256 (its 80-key tiles)
 // with the bhsd layout, grouped heads and dropout. Each case: fresh random inputs,
 // poisoned outputs, the fp64 oracle, and the fused-versus-baseline rule
@@ -12,13 +12,16 @@
 // (cudasim.flash.sm90.serial) and without the consumers' ping-pong
 // (cudasim.flash.sm90.no_pingpong). And the schedule itself, traced by the
 // simulator (schedule_trace.hpp): the softmax's exponentials run while a P·V
-// is in flight, and the consumers issue their GEMMs in turns.
+// is in flight, and the consumers issue their GEMMs in turns. Then the
+// backward (kernels/cuda/flash_sm90_backward.cu), in forward-and-backward
+// calls, and its deterministic mode under several CTA orders.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 
 #include "harness/backend.hpp"
+#include "harness/cudasim/cta_order_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/schedule_trace.hpp"
 #include "harness/cudasim/time_out_switch.hpp"
@@ -50,6 +53,11 @@ const Sm90Case kCases[] = {
      MaskSpec{true, false, -1, -1}, 0.0, false},
     {"bf16_d256_bhsd_gqa2_q300_k410_causal_bottom_right_dropout", InputDType::bf16, 256, 2, 1, 300, 410, Layout::bhsd,
      MaskSpec{true, true, -1, -1}, 0.1, false},
+    // Grouped heads whose wrong mapping (head / kv_heads) gives a wrong answer,
+    // and 7 key tiles per CTA: each stage's parity flips at least three times.
+    {"fp16_d64_gqa6to2_q130_k900", InputDType::fp16, 64, 6, 2, 130, 900, Layout::bshd, MaskSpec{}, 0.0, false},
+    {"bf16_d128_bhsd_gqa8to1_q140_k260_causal_bottom_right", InputDType::bf16, 128, 8, 1, 140, 260, Layout::bhsd,
+     MaskSpec{true, true, -1, -1}, 0.0, false},
 };
 
 class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};
@@ -97,6 +105,142 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
 std::string case_name(const ::testing::TestParamInfo<Sm90Case>& param_info) { return param_info.param.name; }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90, ::testing::ValuesIn(kCases), case_name);
+
+// ---- The backward ------------------------------------------------------------------
+
+// cudasim.flash.sm90's backward (kernels/cuda/flash_sm90_backward.cu), forward
+// and backward in one call, against the oracle: the per-dtype bounds and the
+// fused-versus-baseline rule against cudasim.cublas, whose backward is the
+// materialising one.
+struct Sm90BackwardCase {
+  const char* name;
+  InputDType dtype;
+  std::int64_t head_dim, batch, heads, kv_heads, seqlen_q, seqlen_k;
+  Layout layout;
+  MaskSpec mask;
+  bool padded;  // batch element 1 shorter than the tensors
+  double dropout;
+};
+
+const Sm90BackwardCase kBackwardCases[] = {
+    {"fp16_d64_q200_k130", InputDType::fp16, 64, 1, 1, 1, 200, 130, Layout::bshd, MaskSpec{}, false, 0.0},
+    {"bf16_d128_q130_k200", InputDType::bf16, 128, 1, 1, 1, 130, 200, Layout::bshd, MaskSpec{}, false, 0.0},
+    // Grouped heads 6:2 (a wrong head mapping gives a wrong answer), both
+    // causal alignments, padding, the bhsd layout.
+    {"bf16_d128_bhsd_gqa6to2_q200_k330_causal_bottom_right_padded", InputDType::bf16, 128, 2, 6, 2, 200, 330,
+     Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.0},
+    // 8:1 over 3 query tiles: each stage of the ring is used 12 times per CTA
+    // (its parity flips); top-left causal with Lq < Lk leaves the CTAs of keys
+    // past 260 with no visible query (their dK and dV are zeros).
+    {"fp16_d64_gqa8to1_q260_k700_causal_top_left", InputDType::fp16, 64, 1, 8, 1, 260, 700, Layout::bshd,
+     MaskSpec{true, false, -1, -1}, false, 0.0},
+    {"fp16_d64_bhsd_gqa8to2_q300_k400_window_padded", InputDType::fp16, 64, 2, 8, 2, 300, 400, Layout::bhsd,
+     MaskSpec{false, false, 100, 30}, true, 0.0},
+    {"bf16_d128_q1_k300_causal_top_left", InputDType::bf16, 128, 1, 2, 2, 1, 300, Layout::bshd,
+     MaskSpec{true, false, -1, -1}, false, 0.0},
+    // Dropout, the forward's keep mask regenerated element for element.
+    {"bf16_d128_gqa2to1_q200_k300_dropout", InputDType::bf16, 128, 1, 2, 1, 200, 300, Layout::bshd, MaskSpec{},
+     false, 0.15},
+    {"fp16_d64_bhsd_q260_k200_causal_bottom_right_dropout_padded", InputDType::fp16, 64, 2, 2, 2, 260, 200,
+     Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.1},
+};
+
+class FlashSm90Backward : public ::testing::TestWithParam<Sm90BackwardCase> {};
+
+TEST_P(FlashSm90Backward, MatchesTheOracleUnderTheSanitizer) {
+  cudasim::set_sanitizer_enabled(true);
+  const Sm90BackwardCase& c = GetParam();
+  Problem p;
+  p.direction = Direction::fwd_bwd;
+  p.batch = c.batch;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.seqlen_q = c.seqlen_q;
+  p.seqlen_k = c.seqlen_k;
+  p.head_dim = c.head_dim;
+  p.dtype = c.dtype;
+  p.layout = c.layout;
+  p.mask = c.mask;
+  p.dropout = DropoutSpec{c.dropout, 0x5eedull, 3};
+  p.input.seed = 29;
+  if (c.padded) {
+    p.lengths_q = {c.seqlen_q, c.seqlen_q - 37};
+    p.lengths_k = {c.seqlen_k, c.seqlen_k - 61};
+  }
+  resolve_lengths(p);
+  ASSERT_TRUE(check_problem(p).empty());
+  const AccuracySettings settings;
+  CaseData data(p, settings, 2);
+  std::map<std::string, AccuracyResult> results;
+  for (const char* name : {"cudasim.flash.sm90", "cudasim.cublas"}) {
+    Implementation* implementation = ImplementationRegistry::instance().find(name);
+    ASSERT_NE(implementation, nullptr) << name;
+    std::string skip_reason;
+    const auto session = ImplementationSession::open(*implementation, data, 2, skip_reason);
+    ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
+    session->checked_call();
+    results[name] = session->check_accuracy(session->copy_outputs());
+  }
+  AccuracyResult& sm90 = results.at("cudasim.flash.sm90");
+  apply_baseline_rule(sm90, results.at("cudasim.cublas"), element_type(c.dtype), settings);
+  EXPECT_TRUE(sm90.rule_applied);
+  EXPECT_EQ(sm90.status, "passed") << sm90.reason << "\n" << sm90.to_json().dump(1);
+}
+
+std::string backward_case_name(const ::testing::TestParamInfo<Sm90BackwardCase>& param_info) {
+  return param_info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90Backward, ::testing::ValuesIn(kBackwardCases), backward_case_name);
+
+// The deterministic mode: under three CTA orders (cta_order_switch.hpp), on
+// one host thread so that the order of the unordered reductions is the CTAs',
+// cudasim.flash.sm90.deterministic gives bit-identical dQ, dK and dV, and
+// passes the oracle; cudasim.flash.sm90's dQ differs between some two orders
+// (so the orders do reorder its additions) and passes the oracle too. Five
+// key tiles add to every query tile (no mask), two query heads per kv head.
+TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) {
+  cudasim::set_sanitizer_enabled(true);
+  Problem p;
+  p.direction = Direction::fwd_bwd;
+  p.heads = 2;
+  p.kv_heads = 1;
+  p.seqlen_q = 130;
+  p.seqlen_k = 600;
+  p.head_dim = 64;
+  p.dtype = InputDType::fp16;
+  p.input.seed = 31;
+  resolve_lengths(p);
+  const AccuracySettings settings;
+  CaseData data(p, settings, 1);
+  const auto bytes = [](const HostTensor& tensor) { return tensor.storage; };
+  for (const char* name : {"cudasim.flash.sm90.deterministic", "cudasim.flash.sm90"}) {
+    Implementation* implementation = ImplementationRegistry::instance().find(name);
+    ASSERT_NE(implementation, nullptr) << name;
+    std::vector<std::vector<std::byte>> d_q, d_k, d_v;
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      const cudasim::CtaOrder order(seed);
+      std::string skip_reason;
+      const auto session = ImplementationSession::open(*implementation, data, 1, skip_reason);
+      ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
+      session->checked_call();
+      const HostOutputs outputs = session->copy_outputs();
+      EXPECT_EQ(session->check_accuracy(outputs).status, "passed") << name << ", CTA order " << seed;
+      d_q.push_back(bytes(outputs.d_q));
+      d_k.push_back(bytes(outputs.d_k));
+      d_v.push_back(bytes(outputs.d_v));
+    }
+    if (std::string(name) == "cudasim.flash.sm90.deterministic") {
+      for (std::size_t run = 1; run < d_q.size(); ++run) {
+        EXPECT_TRUE(d_q[run] == d_q[0]) << "dQ of CTA order " << run + 1 << " differs from order 1's";
+        EXPECT_TRUE(d_k[run] == d_k[0]) << "dK of CTA order " << run + 1 << " differs from order 1's";
+        EXPECT_TRUE(d_v[run] == d_v[0]) << "dV of CTA order " << run + 1 << " differs from order 1's";
+      }
+    } else {
+      EXPECT_TRUE(d_q[1] != d_q[0] || d_q[2] != d_q[0]) << "the CTA orders did not change the unordered dQ";
+    }
+  }
+}
 
 // ---- The schedule --------------------------------------------------------------
 

@@ -56,6 +56,7 @@
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_backward.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
+#include "kernels/cuda/fragment_softmax.hpp"
 #include "kernels/cuda/kernel_launch.hpp"
 #include "kernels/cuda/tile_copy.hpp"
 #include "kernels/cuda/warp_primitives.hpp"
@@ -88,30 +89,6 @@ __device__ __forceinline__ void store_tile(std::uint32_t tile_address, Element* 
       *reinterpret_cast<uint4*>(slice + (first_row + row + round * kRowsPerRound) * row_stride + column) = chunk;
     }
   }
-}
-
-// The dropout bits of the warp's Sᵀ tile: bit 4n + e is set when C element e of
-// 8-query fragment n survives. One Philox call per lane and fragment; the four
-// lanes sharing t and g / 4 trade words (backward_dropout_call).
-template <int kQueryFragments>
-__device__ __forceinline__ std::uint32_t dropout_keep_bits(const DropoutRng& rng, std::uint32_t batch,
-                                                           std::uint32_t head, int first_row, int warp_key, int lane) {
-  const DropoutCall call = backward_dropout_call(lane);
-  const auto key_group = static_cast<std::uint32_t>((warp_key + call.key) / 4);
-  std::uint32_t bits = 0;
-#pragma unroll
-  for (int n = 0; n < kQueryFragments; ++n) {
-    const PhiloxBlock draw =
-        dropout_words(rng, batch, head, static_cast<std::uint32_t>(first_row + 8 * n + call.query), key_group);
-#pragma unroll
-    for (int round = 0; round < 4; ++round) {
-      const std::uint32_t sent = philox_word(draw, backward_dropout_sent_word(lane, round));
-      const std::uint32_t word = round == 0 ? sent : __shfl_xor_sync(kFullWarp, sent, 4 * round);
-      bits |= static_cast<std::uint32_t>(dropout_word_keeps(rng, word))
-              << (4 * n + backward_dropout_element(lane, round));
-    }
-  }
-  return bits;
 }
 
 // The warp's 16 rows of a key-major product over the head dim: result = A·Bᵀ
@@ -357,7 +334,7 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
 
         std::uint32_t keep_bits = 0xffffffffu;
         if constexpr (kDropout) {
-          keep_bits = dropout_keep_bits<Traits::kSliceFragments>(params.dropout, static_cast<std::uint32_t>(batch),
+          keep_bits = transposed_dropout_keep_bits<Traits::kSliceFragments>(params.dropout, static_cast<std::uint32_t>(batch),
                                                                  static_cast<std::uint32_t>(head),
                                                                  first_row + slice_row, warp_key, lane);
         }

@@ -1,13 +1,18 @@
 // cuda.flash.sm90 as the harness sees it: the warp-specialised Hopper forward
-// (kernels/cuda/flash_sm90_forward.cu: TMA, mbarrier pipeline, wgmma), forward
-// only. Built for sm_90a alone: on any other GPU it is unavailable and says
-// why. Its workspace is the per-batch lengths of a padded problem. Registered
-// three times, the same kernel instances with the schedule's run-time flags
+// (kernels/cuda/flash_sm90_forward.cu) and backward
+// (kernels/cuda/flash_sm90_backward.cu), TMA, mbarrier pipelines, wgmma. Built
+// for sm_90a alone: on any other GPU it is unavailable and says why. Its
+// workspace is the per-batch lengths of a padded problem, then, with a
+// backward, D, LSE·log2(e) and the fp32 dQ accumulator. Registered three
+// times, the same kernel instances with the forward schedule's run-time flags
 // (Sm90Schedule) set apart, so that a GPU run measures what each overlap is
-// worth: cuda.flash.sm90 (both on), cuda.flash.sm90.serial (each tile's
-// softmax after the previous P·V, the consumers still taking turns) and
-// cuda.flash.sm90.no_pingpong (the consumers issuing their GEMMs whenever they
-// are ready).
+// worth: cuda.flash.sm90 (both on; forward, backward and fwd+bwd),
+// cuda.flash.sm90.serial (each tile's softmax after the previous P·V, the
+// consumers still taking turns) and cuda.flash.sm90.no_pingpong (the consumers
+// issuing their GEMMs whenever they are ready); the two ablations are
+// forward-only, since the backward does not read the flags. A fourth,
+// cuda.flash.sm90.deterministic, runs the backward with its dQ contributions
+// added in a fixed order (a run-time flag of the same instances).
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +23,8 @@
 #include "kernels/cuda/cuda_build.hpp"
 #include "kernels/cuda/device_lengths.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
+#include "kernels/cuda/flash_sm90_backward.hpp"
+#include "kernels/cuda/flash_sm90_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_forward.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "kernels/cuda/sm90a_device.hpp"
@@ -28,13 +35,19 @@ namespace {
 
 class CudaFlashSm90 final : public CudaImplementation {
  public:
-  explicit CudaFlashSm90(Sm90Schedule schedule) : schedule_(schedule) {}
+  explicit CudaFlashSm90(Sm90Schedule schedule, bool deterministic = false)
+      : schedule_(schedule), deterministic_(deterministic) {}
   std::string_view name() const override {
+    if (deterministic_) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.deterministic");
     if (!schedule_.softmax_overlaps_pv) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.serial");
     if (!schedule_.pingpong) return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90.no_pingpong");
     return ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90");
   }
   std::string_view summary() const override {
+    if (deterministic_) {
+      return "cuda.flash.sm90 with the backward's dQ contributions added in the key tiles' order (a semaphore per "
+             "query tile), so that two runs give the same bits: the ablation";
+    }
     if (!schedule_.softmax_overlaps_pv) {
       return "cuda.flash.sm90 with the softmax/P·V overlap inside a consumer switched off (a run-time flag): "
              "the ablation";
@@ -43,9 +56,10 @@ class CudaFlashSm90 final : public CudaImplementation {
       return "cuda.flash.sm90 with the ping-pong between its consumer warpgroups switched off (a run-time flag): "
              "the ablation";
     }
-    return "fused FlashAttention-3-class forward for Hopper (sm_90a): TMA loads through an mbarrier pipeline, a "
-           "producer warpgroup and two wgmma consumer warpgroups taking turns at the tensor cores, each tile's "
-           "softmax overlapping the previous P·V; O(N) memory";
+    return "fused FlashAttention-3-class forward and backward for Hopper (sm_90a): TMA loads through mbarrier "
+           "pipelines, a producer warpgroup and two wgmma warpgroups (forward: taking turns at the tensor cores, "
+           "each tile's softmax overlapping the previous P·V; backward: K and V resident, dQ reduced into fp32); "
+           "O(N) memory";
   }
   std::string_view accuracy_baseline() const override { return ATTNBENCH_CUDA_IMPLEMENTATION("cublas"); }
 
@@ -58,7 +72,19 @@ class CudaFlashSm90 final : public CudaImplementation {
   }
 
   Verdict supports(const Problem& p) const override {
-    if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
+    if (is_ablation()) {
+      if (Verdict direction = supports_forward_only(p); !direction.ok) return direction;
+    }
+    if (deterministic_ && !has_backward(p.direction)) {
+      return Verdict::no(std::string(name()) + " is an ablation of the backward; its forward is " +
+                         std::string(ATTNBENCH_CUDA_IMPLEMENTATION("flash.sm90")) + "'s");
+    }
+    if (has_backward(p.direction)) {
+      if (!Sm90BackwardHeadDims::contains(p.head_dim)) {
+        return Verdict::no(std::string(name()) + "'s backward supports head_dim " + Sm90BackwardHeadDims::names() +
+                           ", not " + std::to_string(p.head_dim));
+      }
+    }
     if (!Sm90HeadDims::contains(p.head_dim)) {
       return Verdict::no(std::string(name()) + " supports head_dim " + Sm90HeadDims::names() + ", not " +
                          std::to_string(p.head_dim));
@@ -86,13 +112,23 @@ class CudaFlashSm90 final : public CudaImplementation {
   }
 
   std::size_t workspace_bytes(const Problem& p, const ExecutionContext&) const override {
-    return device_lengths_bytes(p);
+    return device_lengths_bytes(p) + (has_backward(p.direction) ? flash_sm90_backward_workspace_bytes(p) : 0);
   }
 
   void forward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
     const cudaStream_t stream = stream_of(context);
     launch_flash_sm90_forward(make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream)), p.dtype,
                               buffers, schedule_, stream);
+  }
+
+  // The lengths part of the workspace is a multiple of 256 bytes, so the
+  // backward's part after it stays 256-byte aligned.
+  void backward(const Problem& p, const AttentionBuffers& buffers, ExecutionContext& context) override {
+    const cudaStream_t stream = stream_of(context);
+    const AttentionParams params = make_attention_params(p, upload_lengths(p, buffers.workspace.data, stream));
+    launch_flash_sm90_backward(params, p.dtype, buffers,
+                               static_cast<unsigned char*>(buffers.workspace.data) + device_lengths_bytes(p),
+                               deterministic_, stream);
   }
 
   nlohmann::ordered_json configuration(const Problem& p, const ExecutionContext&) const override {
@@ -107,11 +143,31 @@ class CudaFlashSm90 final : public CudaImplementation {
                                    {"loads", "TMA (cp.async.bulk.tensor), 128-byte swizzle, full/empty mbarriers"},
                                    {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S: SS, P·V: RS"},
                                    {"softmax", "online, base 2 (ex2.approx), scale folded into log2(e)"}};
-    return nlohmann::ordered_json{{"forward", forward}};
+    nlohmann::ordered_json configuration{{"forward", forward}};
+    if (has_backward(p.direction)) {
+      const FlashSm90BackwardShape backward = flash_sm90_backward_shape(static_cast<int>(p.head_dim));
+      configuration["backward"] = {
+          {"block_m", backward.block_m},
+          {"block_n", backward.block_n},
+          {"warpgroups", {{"producer", 1}, {"mma", backward.consumers}}},
+          {"stages", backward.stages},
+          {"shared_memory_bytes", backward.shared_bytes},
+          {"loads", "TMA: K and V once per CTA; Q, dO, LSE and D per query tile, full/empty mbarriers"},
+          {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S^T, dP^T: SS; dV, dK: RS; dQ: SS"},
+          {"deterministic", deterministic_},
+          {"dq", deterministic_ ? "fp32 accumulator in the workspace; each 64x64 part added with red.global.add.v2.f32 "
+                                  "in the key tiles' order (a semaphore per query tile: ld.acquire / red.release)"
+                                : "fp32 accumulator in the workspace; each 64x64 part staged in shared memory and added "
+                                  "with one cp.reduce.async.bulk .add.f32 (16 KiB), in no fixed order"}};
+    }
+    return configuration;
   }
 
  private:
+  bool is_ablation() const { return !schedule_.softmax_overlaps_pv || !schedule_.pingpong; }
+
   Sm90Schedule schedule_;
+  bool deterministic_;
 };
 
 const ImplementationRegistration kRegistration{[] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{}); }};
@@ -119,6 +175,8 @@ const ImplementationRegistration kSerialRegistration{
     [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{false, true}); }};
 const ImplementationRegistration kNoPingpongRegistration{
     [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{true, false}); }};
+const ImplementationRegistration kDeterministicRegistration{
+    [] { return std::make_unique<CudaFlashSm90>(Sm90Schedule{}, true); }};
 
 }  // namespace
 ATTNBENCH_CUDA_BUILD_END

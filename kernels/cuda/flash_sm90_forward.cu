@@ -446,36 +446,17 @@ __global__ void __launch_bounds__(Sm90Traits<kHeadDim>::kThreads, 1)
   consume_key_tiles<Element, kHeadDim, kDropout>(cta, params, warpgroup - 1, scale_log2, schedule, &o_map, lse);
 }
 
-// Q, K, V or O as a 4-d tensor map (dim, sequence, head, batch) read or
-// written in boxes of 64 columns (one 128-byte swizzle span) by `rows` rows.
-CUtensorMap attention_map(const void* data, const TensorStrides& strides, std::int64_t seqlen, std::int64_t heads,
-                          std::int64_t batch, std::int64_t head_dim, std::uint32_t rows, bool bf16, const char* what) {
-  TensorMapShape shape;
-  shape.rank = 4;
-  shape.dims[0] = static_cast<std::uint64_t>(head_dim);
-  shape.dims[1] = static_cast<std::uint64_t>(seqlen);
-  shape.dims[2] = static_cast<std::uint64_t>(heads);
-  shape.dims[3] = static_cast<std::uint64_t>(batch);
-  shape.byte_strides[0] = 2 * static_cast<std::uint64_t>(strides.seq);
-  shape.byte_strides[1] = 2 * static_cast<std::uint64_t>(strides.head);
-  shape.byte_strides[2] = 2 * static_cast<std::uint64_t>(strides.batch);
-  shape.box[0] = 64;
-  shape.box[1] = rows;
-  return make_tensor_map(bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, data, shape,
-                         CU_TENSOR_MAP_SWIZZLE_128B, what);
-}
-
 template <typename Element, int kHeadDim, bool kDropout>
 void launch(const AttentionParams& params, const AttentionBuffers& buffers, Sm90Schedule schedule, cudaStream_t stream) {
   using T = Sm90Traits<kHeadDim>;
   constexpr bool kBf16 = std::is_same_v<Element, __nv_bfloat16>;
-  const CUtensorMap q_map = attention_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads,
+  const CUtensorMap q_map = attention_tensor_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads,
                                           params.batch, kHeadDim, T::kBlockM, kBf16, "Q");
-  const CUtensorMap k_map = attention_map(buffers.k.data, params.kv_strides, params.seqlen_k, params.kv_heads,
+  const CUtensorMap k_map = attention_tensor_map(buffers.k.data, params.kv_strides, params.seqlen_k, params.kv_heads,
                                           params.batch, kHeadDim, T::kBlockN, kBf16, "K");
-  const CUtensorMap v_map = attention_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads,
+  const CUtensorMap v_map = attention_tensor_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads,
                                           params.batch, kHeadDim, T::kBlockN, kBf16, "V");
-  const CUtensorMap o_map = attention_map(buffers.out.data, params.q_strides, params.seqlen_q, params.heads,
+  const CUtensorMap o_map = attention_tensor_map(buffers.out.data, params.q_strides, params.seqlen_q, params.heads,
                                           params.batch, kHeadDim, T::kConsumerRows, kBf16, "O");
   auto* const kernel = &flash_sm90_forward_kernel<Element, kHeadDim, kDropout>;
   static const bool shared_limit_raised = [kernel] {

@@ -5,7 +5,10 @@
 // with the same lane / 4), each lane holding keys 2·(lane % 4) and + 1 of
 // every 8-key group for rows g and g + 8 (kernels/cuda/flash_geometry.hpp).
 // A warp's part of wgmma's m64nNk16 accumulator is that layout repeated N / 8
-// times, so the same steps apply to it group by group.
+// times, so the same steps apply to it group by group. The backwards
+// (kernels/cuda/flash_backward.cu, flash_sm90_backward.cu) hold the transposed
+// tile Sᵀ, keys as rows, and regenerate the forwards' dropout mask on it with
+// transposed_dropout_keep_bits.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 
 #include "kernels/common/dropout.hpp"
 #include "kernels/cuda/cuda_build.hpp"
+#include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 
 namespace attnbench {
@@ -110,6 +114,33 @@ __device__ __forceinline__ void apply_dropout(float (&p)[4], const DropoutRng& r
   for (int e = 0; e < 4; ++e) {
     if (!((keep >> e) & 1u)) p[e] = 0.0f;
   }
+}
+
+// The same for a key-major (transposed) tile, the backwards' Sᵀ: 16 keys of a
+// warp from warp_key as rows, kQueryFragments 8-query fragments from
+// first_row as columns; bit 4n + e is set when C element e of fragment n
+// survives. One Philox call per lane and fragment; the four lanes sharing t
+// and g / 4 trade words (backward_dropout_call,
+// kernels/cuda/flash_backward_geometry.hpp).
+template <int kQueryFragments>
+__device__ __forceinline__ std::uint32_t transposed_dropout_keep_bits(const DropoutRng& rng, std::uint32_t batch,
+                                                           std::uint32_t head, int first_row, int warp_key, int lane) {
+  const DropoutCall call = backward_dropout_call(lane);
+  const auto key_group = static_cast<std::uint32_t>((warp_key + call.key) / 4);
+  std::uint32_t bits = 0;
+#pragma unroll
+  for (int n = 0; n < kQueryFragments; ++n) {
+    const PhiloxBlock draw =
+        dropout_words(rng, batch, head, static_cast<std::uint32_t>(first_row + 8 * n + call.query), key_group);
+#pragma unroll
+    for (int round = 0; round < 4; ++round) {
+      const std::uint32_t sent = philox_word(draw, backward_dropout_sent_word(lane, round));
+      const std::uint32_t word = round == 0 ? sent : __shfl_xor_sync(kQuadFullWarp, sent, 4 * round);
+      bits |= static_cast<std::uint32_t>(dropout_word_keeps(rng, word))
+              << (4 * n + backward_dropout_element(lane, round));
+    }
+  }
+  return bits;
 }
 
 ATTNBENCH_CUDA_BUILD_END

@@ -28,6 +28,23 @@
 namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 
+// Step 1 for 16 columns: stmatrix of `registers` (register m: the packed pair
+// of accumulator elements 4j + 2m and 4j + 2m + 1 of the 16 columns from 8j,
+// which is also the A fragment wgmma's RS form takes for them) into the
+// panels at `staging`, rows from `first_row` (a multiple of 64) of the panels.
+__device__ __forceinline__ void store_fragment_columns(std::uint32_t staging, int panel_bytes, int first_row, int j,
+                                                       const std::uint32_t (&registers)[4]) {
+  const int thread = static_cast<int>(threadIdx.x) % 128;
+  const int warp = thread / 32, lane = thread % 32;
+  // stmatrix takes the lane addresses ldmatrix would for an A fragment.
+  const FragmentPosition lane_position = ldmatrix_row_for_a(lane);
+  const int lane_row = first_row + 16 * warp + lane_position.row;
+  const int column = 8 * j + lane_position.column;
+  store_matrix_x4(
+      staging + static_cast<std::uint32_t>(column / 64 * panel_bytes + swizzled_lane_bytes(lane_row, column % 64 / 8, 128)),
+      registers);
+}
+
 template <typename Element, int kColumns, typename... Coordinates>
 __device__ __forceinline__ void store_accumulators_with_tma(const float (&accumulators)[kColumns / 2],
                                                             std::uint32_t staging, int panel_bytes, int barrier,
@@ -35,10 +52,6 @@ __device__ __forceinline__ void store_accumulators_with_tma(const float (&accumu
                                                             Coordinates... rest) {
   static_assert(kColumns % 64 == 0, "whole 64-column panels");
   const int thread = static_cast<int>(threadIdx.x) % 128;
-  const int warp = thread / 32, lane = thread % 32;
-  // stmatrix takes the lane addresses ldmatrix would for an A fragment.
-  const FragmentPosition lane_position = ldmatrix_row_for_a(lane);
-  const int lane_row = 16 * warp + lane_position.row;
 #pragma unroll
   for (int j = 0; j < kColumns / 8; j += 2) {  // 16 columns: rows 0-7 and 8-15 of columns 8j, then of 8j + 8
     std::uint32_t registers[4];
@@ -46,10 +59,7 @@ __device__ __forceinline__ void store_accumulators_with_tma(const float (&accumu
     for (int m = 0; m < 4; ++m) {
       registers[m] = pack_pair<Element>(accumulators[4 * j + 2 * m], accumulators[4 * j + 2 * m + 1]);
     }
-    const int column = 8 * j + lane_position.column;
-    store_matrix_x4(staging + static_cast<std::uint32_t>(column / 64 * panel_bytes +
-                                                         swizzled_lane_bytes(lane_row, column % 64 / 8, 128)),
-                    registers);
+    store_fragment_columns(staging, panel_bytes, 0, j, registers);
   }
   fence_proxy_async();
   named_barrier_sync(barrier, 128);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "harness/common/problem.hpp"
 #include "harness/cuda/cuda_check.hpp"
 #include "harness/errors.hpp"
 #include "kernels/cuda/cuda_build.hpp"
@@ -66,6 +67,27 @@ inline CUtensorMap make_tensor_map(CUtensorMapDataType type, const void* address
     throw DeviceError(why, false);
   }
   return map;
+}
+
+// Q, K, V, O or their gradients as a 4-d tensor map (dim, sequence, head,
+// batch) of 16-bit elements with the strides of either layout, read or written
+// in boxes of 64 columns (one 128-byte swizzle span) by `rows` rows.
+inline CUtensorMap attention_tensor_map(const void* data, const TensorStrides& strides, std::int64_t seqlen,
+                                        std::int64_t heads, std::int64_t batch, std::int64_t head_dim,
+                                        std::uint32_t rows, bool bf16, const char* what) {
+  TensorMapShape shape;
+  shape.rank = 4;
+  shape.dims[0] = static_cast<std::uint64_t>(head_dim);
+  shape.dims[1] = static_cast<std::uint64_t>(seqlen);
+  shape.dims[2] = static_cast<std::uint64_t>(heads);
+  shape.dims[3] = static_cast<std::uint64_t>(batch);
+  shape.byte_strides[0] = 2 * static_cast<std::uint64_t>(strides.seq);
+  shape.byte_strides[1] = 2 * static_cast<std::uint64_t>(strides.head);
+  shape.byte_strides[2] = 2 * static_cast<std::uint64_t>(strides.batch);
+  shape.box[0] = 64;
+  shape.box[1] = rows;
+  return make_tensor_map(bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, data, shape,
+                         CU_TENSOR_MAP_SWIZZLE_128B, what);
 }
 
 ATTNBENCH_CUDA_BUILD_END

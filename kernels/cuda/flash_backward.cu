@@ -53,6 +53,7 @@
 
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/common/online_softmax.hpp"
+#include "kernels/cuda/backward_rows.hpp"
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_backward.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
@@ -66,7 +67,6 @@ namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
-constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // The inverse of copy_tile_async: rows [first_row, first_row + kRows) of the
@@ -126,31 +126,11 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
                                   const Element* __restrict__ d_out, const float* __restrict__ lse,
                                   float* __restrict__ lse_log2, float* __restrict__ delta,
                                   float* __restrict__ dq_accumulator, int padded_rows) {
-  const int row = static_cast<int>(blockIdx.x) * kFlashBackwardRowsPerBlock +
-                  static_cast<int>(threadIdx.x) / kFlashBackwardRowLanes;
-  const int part = static_cast<int>(threadIdx.x) % kFlashBackwardRowLanes;
-  const auto head = static_cast<int>(blockIdx.y);
-  const auto batch = static_cast<int>(blockIdx.z);
+  const BackwardRowLane lane = backward_row_lane();
+  const auto [row, part, head, batch] = lane;
   const std::int64_t index = (static_cast<std::int64_t>(batch) * params.heads + head) * padded_rows + row;
   const bool inside = row < params.seqlen_q;
-
-  float sum = 0.0f;
-  if (inside) {
-    const std::int64_t offset = params.q_offset(batch, row, head);
-#pragma unroll
-    for (int pass = 0; pass < kHeadDim / (8 * kFlashBackwardRowLanes); ++pass) {
-      const int column = row_chunk_column(pass, part);
-      const uint4 o_chunk = *reinterpret_cast<const uint4*>(out + offset + column);
-      const uint4 d_chunk = *reinterpret_cast<const uint4*>(d_out + offset + column);
-      const Element* const o_values = reinterpret_cast<const Element*>(&o_chunk);
-      const Element* const d_values = reinterpret_cast<const Element*>(&d_chunk);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += to_float(o_values[e]) * to_float(d_values[e]);
-    }
-  }
-#pragma unroll
-  for (int distance = 1; distance < kFlashBackwardRowLanes; distance *= 2)
-    sum += __shfl_xor_sync(kFullWarp, sum, distance);
+  const float sum = output_gradient_dot<Element, kHeadDim>(params, out, d_out, lane);
   if (part == 0) {
     delta[index] = sum;
     const float row_lse =
@@ -471,11 +451,7 @@ template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kFlashBackwardRowThreads)
     flash_backward_convert_kernel(AttentionParams params, const float* __restrict__ dq_accumulator,
                                   Element* __restrict__ d_q, int padded_rows) {
-  const int row = static_cast<int>(blockIdx.x) * kFlashBackwardRowsPerBlock +
-                  static_cast<int>(threadIdx.x) / kFlashBackwardRowLanes;
-  const int part = static_cast<int>(threadIdx.x) % kFlashBackwardRowLanes;
-  const auto head = static_cast<int>(blockIdx.y);
-  const auto batch = static_cast<int>(blockIdx.z);
+  const auto [row, part, head, batch] = backward_row_lane();
   if (row >= params.seqlen_q) return;
   const float* const accumulator_row =
       dq_accumulator + ((static_cast<std::int64_t>(batch) * params.heads + head) * padded_rows + row) * kHeadDim;
@@ -483,14 +459,8 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
 #pragma unroll
   for (int pass = 0; pass < kHeadDim / (8 * kFlashBackwardRowLanes); ++pass) {
     const int column = row_chunk_column(pass, part);
-    const float4 low = *reinterpret_cast<const float4*>(accumulator_row + column);
-    const float4 high = *reinterpret_cast<const float4*>(accumulator_row + column + 4);
-    uint4 packed;
-    packed.x = pack_pair<Element>(low.x * params.scale, low.y * params.scale);
-    packed.y = pack_pair<Element>(low.z * params.scale, low.w * params.scale);
-    packed.z = pack_pair<Element>(high.x * params.scale, high.y * params.scale);
-    packed.w = pack_pair<Element>(high.z * params.scale, high.w * params.scale);
-    *reinterpret_cast<uint4*>(d_q_row + column) = packed;
+    store_scaled_chunk(d_q_row + column, *reinterpret_cast<const float4*>(accumulator_row + column),
+                       *reinterpret_cast<const float4*>(accumulator_row + column + 4), params.scale);
   }
 }
 

@@ -106,6 +106,7 @@
 
 #include "harness/cuda/cuda_check.hpp"
 #include "kernels/common/online_softmax.hpp"
+#include "kernels/cuda/backward_rows.hpp"
 #include "kernels/cuda/element_conversion.hpp"
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_backward_geometry.hpp"
@@ -124,7 +125,6 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
-constexpr unsigned kAllLanes = 0xffffffffu;
 
 // The named barriers (bar.sync ids; 0 is __syncthreads's).
 enum Sm90BackwardBarrier : int {
@@ -540,30 +540,11 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
                                        float* __restrict__ dq_accumulator, int* __restrict__ semaphores,
                                        int padded_rows) {
   using T = Sm90BackwardTraits<kHeadDim>;
-  const int row = static_cast<int>(blockIdx.x) * kFlashBackwardRowsPerBlock +
-                  static_cast<int>(threadIdx.x) / kFlashBackwardRowLanes;
-  const int part = static_cast<int>(threadIdx.x) % kFlashBackwardRowLanes;
-  const auto head = static_cast<int>(blockIdx.y);
-  const auto batch = static_cast<int>(blockIdx.z);
+  const BackwardRowLane lane = backward_row_lane();
+  const auto [row, part, head, batch] = lane;
   const std::int64_t row_vector = static_cast<std::int64_t>(batch) * params.heads + head;
   const bool inside = row < params.seqlen_q;
-  float sum = 0.0f;
-  if (inside) {
-    const std::int64_t offset = params.q_offset(batch, row, head);
-#pragma unroll
-    for (int pass = 0; pass < kHeadDim / (8 * kFlashBackwardRowLanes); ++pass) {
-      const int column = row_chunk_column(pass, part);
-      const uint4 o_chunk = *reinterpret_cast<const uint4*>(out + offset + column);
-      const uint4 d_chunk = *reinterpret_cast<const uint4*>(d_out + offset + column);
-      const Element* const o_values = reinterpret_cast<const Element*>(&o_chunk);
-      const Element* const d_values = reinterpret_cast<const Element*>(&d_chunk);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += to_float(o_values[e]) * to_float(d_values[e]);
-    }
-  }
-#pragma unroll
-  for (int distance = 1; distance < kFlashBackwardRowLanes; distance *= 2)
-    sum += __shfl_xor_sync(kAllLanes, sum, distance);
+  const float sum = output_gradient_dot<Element, kHeadDim>(params, out, d_out, lane);
   if (part == 0) {
     delta[row_vector * padded_rows + row] = sum;
     const float row_lse = inside ? lse[row_vector * params.seqlen_q + row] : 0.0f;
@@ -584,11 +565,7 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
     flash_sm90_backward_convert_kernel(AttentionParams params, const float* __restrict__ dq_accumulator,
                                        Element* __restrict__ d_q, int padded_rows) {
   using T = Sm90BackwardTraits<kHeadDim>;
-  const int row = static_cast<int>(blockIdx.x) * kFlashBackwardRowsPerBlock +
-                  static_cast<int>(threadIdx.x) / kFlashBackwardRowLanes;
-  const int part = static_cast<int>(threadIdx.x) % kFlashBackwardRowLanes;
-  const auto head = static_cast<int>(blockIdx.y);
-  const auto batch = static_cast<int>(blockIdx.z);
+  const auto [row, part, head, batch] = backward_row_lane();
   if (row >= params.seqlen_q) return;
   const float* const block =
       dq_accumulator + (static_cast<std::int64_t>(batch) * params.heads + head) * padded_rows * kHeadDim;
@@ -598,13 +575,7 @@ __global__ void __launch_bounds__(kFlashBackwardRowThreads)
     const int column = row_chunk_column(pass, part);
     const float4* const chunk =
         reinterpret_cast<const float4*>(block + sm90_dq_offset(row, column, T::kBlockM, kHeadDim));
-    const float4 low = chunk[0], high = chunk[1];
-    uint4 packed;
-    packed.x = pack_pair<Element>(low.x * params.scale, low.y * params.scale);
-    packed.y = pack_pair<Element>(low.z * params.scale, low.w * params.scale);
-    packed.z = pack_pair<Element>(high.x * params.scale, high.y * params.scale);
-    packed.w = pack_pair<Element>(high.z * params.scale, high.w * params.scale);
-    *reinterpret_cast<uint4*>(d_q_row + column) = packed;
+    store_scaled_chunk(d_q_row + column, chunk[0], chunk[1], params.scale);
   }
 }
 

@@ -273,22 +273,31 @@ class RecordingTimer final : public SampleTimer {
   std::vector<std::optional<double>> sm_mhz_;
 };
 
+// The protocol (harness/measure/protocol.hpp) over `recording`, each of its
+// phases in a trace range of its own; then the idle OpenMP threads released and
+// the timer's per-sample extras attached to the measurement.
+Measurement measure_in_phases(const MeasureSettings& settings, RecordingTimer& recording,
+                              const std::function<void()>& before_sample, const std::function<void()>& call,
+                              const std::function<void(int, int)>& call_done) {
+  std::optional<TraceRange> phase_range;
+  const auto phase = [&](const char* name) {
+    phase_range.reset();
+    phase_range.emplace(name);
+  };
+  Measurement measurement = attnbench::measure(settings, recording, before_sample, call, phase, call_done);
+  release_idle_openmp_threads();
+  recording.attach_to(measurement);
+  return measurement;
+}
+
 }  // namespace
 
 Measurement ImplementationSession::measure_calls(const MeasureSettings& settings, SampleTimer& timer,
                                                  const std::function<void(int, int)>& call_done) {
   RecordingTimer recording(timer, backend_);
   prepare_for_timing();
-  std::optional<TraceRange> phase_range;
-  const auto phase = [&](const char* name) {
-    phase_range.reset();
-    phase_range.emplace(name);
-  };
-  Measurement measurement = attnbench::measure(
-      settings, recording, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, phase, call_done);
-  release_idle_openmp_threads();
-  recording.attach_to(measurement);
-  return measurement;
+  return measure_in_phases(
+      settings, recording, [&] { before_sample(settings.cold_cache); }, [&] { sample_call(); }, call_done);
 }
 
 Measurement ImplementationSession::measure_graph(const MeasureSettings& settings,
@@ -311,15 +320,7 @@ Measurement ImplementationSession::measure_graph(const MeasureSettings& settings
   std::unique_ptr<SampleTimer> timer = backend_.make_timer();
   RecordingTimer recording(*timer, backend_);
   prepare_for_timing();
-  std::optional<TraceRange> phase_range;
-  const auto phase = [&](const char* name) {
-    phase_range.reset();
-    phase_range.emplace(name);
-  };
-  Measurement measurement = attnbench::measure(
-      settings, recording, [] {}, [&] { graph->launch(); }, phase, call_done);
-  release_idle_openmp_threads();
-  recording.attach_to(measurement);
+  Measurement measurement = measure_in_phases(settings, recording, [] {}, [&] { graph->launch(); }, call_done);
 
   // The flush-only graph, as many launches as samples (at least 3): its median is subtracted.
   std::vector<double> flush_seconds;

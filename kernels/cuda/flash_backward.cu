@@ -189,12 +189,7 @@ __global__ void __launch_bounds__(BackwardTraits<kHeadDim>::kThreads, 1)
   const auto full_begin = static_cast<int>(full_rows.begin);
   const auto full_end = static_cast<int>(full_rows.end);
   int visible_begin[2], visible_end[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const KeyRange rows = visible_queries(params.mask, key0 + 8 * half, len_q, len_k);
-    visible_begin[half] = static_cast<int>(rows.begin);
-    visible_end[half] = static_cast<int>(rows.end);
-  }
+  fragment_visible_queries(params.mask, key0, len_q, len_k, visible_begin, visible_end);
   const int lane_column = mma_c_position(lane, 0).column;  // the lane's first query in an 8-query fragment
 
   const int group = static_cast<int>(params.heads) / static_cast<int>(params.kv_heads);

@@ -272,12 +272,7 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
   const int lane_column = 2 * (lane % 4);                           // its first query in each 8-query group
   const int len_q = cta.len_q, len_k = cta.len_k;
   int visible_begin[2], visible_end[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const KeyRange rows = visible_queries(params.mask, key0 + 8 * half, len_q, len_k);
-    visible_begin[half] = static_cast<int>(rows.begin);
-    visible_end[half] = static_cast<int>(rows.end);
-  }
+  fragment_visible_queries(params.mask, key0, len_q, len_k, visible_begin, visible_end);
   const KeyRange full_rows =
       fully_visible_queries(params.mask, consumer_key, consumer_key + T::kConsumerKeys, len_q, len_k);
   const auto full_begin = static_cast<int>(full_rows.begin), full_end = static_cast<int>(full_rows.end);

@@ -36,6 +36,18 @@ __device__ __forceinline__ void fragment_visible_keys(const MaskSpec& mask, int 
   }
 }
 
+// The transposed form for the backwards' Sᵀ fragments: the queries [begin[h],
+// end[h]) that see key0 and key0 + 8 (h = 0, 1), as int.
+__device__ __forceinline__ void fragment_visible_queries(const MaskSpec& mask, int key0, int len_q, int len_k,
+                                                         int (&begin)[2], int (&end)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const KeyRange queries = visible_queries(mask, key0 + 8 * half, len_q, len_k);
+    begin[half] = static_cast<int>(queries.begin);
+    end[half] = static_cast<int>(queries.end);
+  }
+}
+
 // Scales a tile's scores into base-2 units (τ·log2(e)) and, unless the tile is
 // `whole` (every key visible to every row the caller holds), sets the scores of
 // invisible keys to -inf. The tile is kGroups 8-key C fragments starting at

@@ -167,7 +167,8 @@ std::string baseline_name() { return std::string(kDevice) + ".cublas"; }
 
 // Runs every implementation of the device on `problem`, each against the oracle
 // (and the fused-versus-baseline rule where the baseline ran it). Forward-only
-// implementations sit out the gradient half; with `must_run` (names without the
+// implementations sit out the gradient half and backward-only ones (an
+// ablation of a backward) the forward; with `must_run` (names without the
 // device, e.g. "flash.simple"), every implementation that does not support the
 // problem sits out and those named must run; those in `sit_out` (names without
 // the device) never run.
@@ -184,6 +185,11 @@ void expect_every_implementation_matches_the_oracle(const Problem& problem,
     const std::string name(implementation->name());
     if (sit_out.count(name.substr(name.find('.') + 1))) continue;
     if ((has_backward(problem.direction) || !must_run.empty()) && !implementation->supports(problem).ok) continue;
+    if (!has_backward(problem.direction) && !implementation->supports(problem).ok) {
+      Problem backward = problem;
+      backward.direction = Direction::bwd;
+      if (implementation->supports(backward).ok) continue;
+    }
     std::string skip_reason;
     const auto session = ImplementationSession::open(*implementation, data, kHostThreads, skip_reason);
     ASSERT_TRUE(session) << name << " did not run: " << skip_reason;

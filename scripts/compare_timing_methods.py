@@ -22,7 +22,7 @@ def load_rows(paths):
         try:
             with open(path) as file:
                 records = json.load(file)["records"]
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError, KeyError, TypeError) as error:
             print(f"compare_timing_methods: {path}: not a results file ({error})", file=sys.stderr)
             sys.exit(2)
         for record in records:

@@ -182,8 +182,10 @@ TEST_F(CliMeasurement, TheDefaultThreadCountIsWhatTheAffinityMaskAllows) {
 // Runs the binary with OMP_WAIT_POLICY=`policy`, and returns the most threads
 // its process had at any of the polls made every 10 ms while it ran, not
 // counting the signal watcher (harness/results/interruption.hpp), which sleeps in a
-// read until a signal comes, nor the progress display's thread
-// (harness/run/progress.hpp), which sleeps between redraws.
+// read until a signal comes, the progress display's thread
+// (harness/run/progress.hpp), which sleeps between redraws, nor the call
+// limit's watchdog (harness/run/call_watchdog.hpp), which sleeps until a
+// call's deadline.
 int run_watching_threads(const std::string& arguments, const std::string& policy, int& exit_code) {
   const pid_t child = fork();
   if (child == 0) {
@@ -200,7 +202,7 @@ int run_watching_threads(const std::string& arguments, const std::string& policy
     for (const auto& task : fs::directory_iterator(tasks, gone)) {
       std::string name;
       std::getline(std::ifstream(task.path() / "comm"), name);
-      if (!name.empty() && name != "signal-watcher" && name != "progress") ++threads;
+      if (!name.empty() && name != "signal-watcher" && name != "progress" && name != "call-watchdog") ++threads;
     }
     most = std::max(most, threads);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

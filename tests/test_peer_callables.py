@@ -360,6 +360,7 @@ class Callables(attnbench_testing.ScenarioTestCase):
             stub = self.directory / "stub"
             (stub / "torch").mkdir(parents=True, exist_ok=True)
             (stub / "torch" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+            (stub / "mykernels.py").write_text("def attention(q, k, v):\n    raise AssertionError('never called')\n")
             env = dict(os.environ, PYTHONPATH=str(stub))
             return subprocess.run([sys.executable, str(ARGS.source_dir / "scripts" / "torch_peer.py"), "--attnbench",
                                    str(ARGS.binary), str(self.scenario), "-o", str(output), *arguments],

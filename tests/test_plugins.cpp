@@ -230,7 +230,9 @@ TEST_F(MisbehavingPlugin, IsRegisteredWithItsIdentity) {
   const LoadedPlugin& again = load_plugin(test_plugin("misbehaving"));  // loaded once
   EXPECT_EQ(again.path, path);
   EXPECT_EQ(again.implementations,
-            (std::vector<std::string>{"cpu.test_error", "cpu.test_crash", "cpu.test_supports_error", "cuda.test_stub"}));
+            (std::vector<std::string>{"cpu.test_error", "cpu.test_crash", "cpu.test_hang", "cpu.test_past_o",
+                                      "cpu.test_past_lse", "cpu.test_before_lse", "cpu.test_past_workspace",
+                                      "cpu.test_into_q", "cpu.test_supports_error", "cuda.test_stub"}));
   std::string error;
   EXPECT_EQ(again.sha256, sha256_file_hex(path, error).value_or(""));
   const Json identity = implementation("cpu.test_error").plugin_identity();

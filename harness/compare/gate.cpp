@@ -173,19 +173,6 @@ const Json* scenario_entry(const Json& document, const std::string& name) {
   return nullptr;
 }
 
-// A scenario's measure settings with the timing keys that files from before
-// the timing methods lack spelled out as those files measured (events; the
-// graph and clock-mark defaults, which events timing does not use), so an
-// older baseline compares equal to a file that names them.
-Json with_default_timing(Json measure) {
-  if (!measure.is_object()) return measure;
-  const MeasureSettings defaults;
-  if (!measure.contains("timing")) measure["timing"] = Json::array({"events"});
-  if (!measure.contains("graph_calls")) measure["graph_calls"] = defaults.graph_calls;
-  if (!measure.contains("clock_mark_share")) measure["clock_mark_share"] = defaults.clock_mark_share;
-  return measure;
-}
-
 // A record's timing.cache or timing.method; a record from before the method
 // existed was timed by events.
 Json timing_field(const Json& timing, const char* field) {

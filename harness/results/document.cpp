@@ -18,6 +18,7 @@
 #include <random>
 #include <streambuf>
 
+#include "harness/common/measure_settings.hpp"
 #include "harness/embedded_schemas.hpp"
 #include "harness/errors.hpp"
 #include "harness/host_info.hpp"
@@ -35,6 +36,15 @@ using Json = nlohmann::ordered_json;
 const Json& results_schema() {
   static const Json schema = Json::parse(embedded_results_schema());
   return schema;
+}
+
+nlohmann::ordered_json with_default_timing(nlohmann::ordered_json measure) {
+  if (!measure.is_object()) return measure;
+  const MeasureSettings defaults;
+  if (!measure.contains("timing")) measure["timing"] = nlohmann::ordered_json::array({"events"});
+  if (!measure.contains("graph_calls")) measure["graph_calls"] = defaults.graph_calls;
+  if (!measure.contains("clock_mark_share")) measure["clock_mark_share"] = defaults.clock_mark_share;
+  return measure;
 }
 
 std::string utc_timestamp() {

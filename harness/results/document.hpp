@@ -27,6 +27,12 @@ inline constexpr const char* kResultsSchemaId = "attnbench.results/1";
 // The JSON Schema of results files (embedded at build time).
 const nlohmann::ordered_json& results_schema();
 
+// A scenario's measure settings with the timing keys that files from before
+// the timing methods lack spelled out as those files measured (events; the
+// graph and clock-mark defaults, which events timing does not use), so an
+// older file compares, merges and resumes as equal to one that names them.
+nlohmann::ordered_json with_default_timing(nlohmann::ordered_json measure);
+
 std::string utc_timestamp();  // "2026-11-29T22:38:52Z"
 
 // A fresh run id: 32 random hexadecimal digits. A results file carries its

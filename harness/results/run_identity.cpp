@@ -1,8 +1,10 @@
 #include "harness/results/run_identity.hpp"
 
+#include <string_view>
 #include <tuple>
 
 #include "harness/results/derived_figures.hpp"
+#include "harness/results/document.hpp"
 #include "harness/version.hpp"
 
 namespace attnbench {
@@ -75,7 +77,10 @@ std::string join_differences(const std::vector<std::string>& differences) {
 std::vector<std::string> scenario_definition_differences(const Json& a, const Json& b) {
   std::vector<std::string> differences;
   for (const char* field : {"source", "measure", "accuracy"}) {
-    const std::vector<std::string> found = json_differences(a[field], b[field], field);
+    const bool measure = std::string_view(field) == "measure";
+    const std::vector<std::string> found =
+        measure ? json_differences(with_default_timing(a[field]), with_default_timing(b[field]), field)
+                : json_differences(a[field], b[field], field);
     differences.insert(differences.end(), found.begin(), found.end());
   }
   return differences;

@@ -31,8 +31,10 @@ std::vector<std::string> json_differences(const nlohmann::ordered_json& a, const
 std::string join_differences(const std::vector<std::string>& differences);
 
 // How two `scenarios` entries define their work differently: the file as given
-// (`source`) and the effective `measure` and `accuracy` settings. The
-// implementations are not part of it (merge joins them; a resume checks them).
+// (`source`), the effective `measure` settings (with_default_timing,
+// harness/results/document.hpp) and
+// `accuracy` settings. The implementations are not part of it (merge joins
+// them; a resume checks them).
 std::vector<std::string> scenario_definition_differences(const nlohmann::ordered_json& a,
                                                          const nlohmann::ordered_json& b);
 

@@ -1,5 +1,7 @@
 #include "harness/run/call_watchdog.hpp"
 
+#include "harness/measure/openmp_threads.hpp"
+
 namespace attnbench {
 
 CallWatchdog::CallWatchdog(std::function<void(const std::string&, double)> on_expiry)
@@ -22,7 +24,7 @@ void CallWatchdog::arm(std::string what, double limit_seconds) {
     limit_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_seconds));
     deadline_.store((Clock::now() + limit_).time_since_epoch().count());
     armed_ = true;
-    if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+    if (!thread_.joinable()) thread_ = start_named_thread("call-watchdog", [this] { watch(); });  // named for tools and tests
   }
   wake_.notify_all();
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -17,11 +16,13 @@
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/cudasim/time_out_switch.hpp"
 #include "harness/dtype.hpp"
-#include "harness/errors.hpp"
+#include "tests/cudasim/launch_report.hpp"
 #include "tests/cudasim/hopper_kernels.hpp"
 
 namespace attnbench {
 namespace {
+
+using cudasim_test::report_of;
 
 using cudasim_test::Handoff;
 using cudasim_test::TmaLoad;
@@ -41,15 +42,6 @@ class Hopper : public ::testing::Test {
   template <typename T>
   T* take(std::size_t count, const char* name) {
     return static_cast<T*>(arena_->take(ElementType::f32, (count * sizeof(T) + 3) / 4, name).data);
-  }
-
-  static std::string report_of(const std::function<int()>& launch) {
-    try {
-      EXPECT_EQ(launch(), 0);
-    } catch (const DeviceError& error) {
-      return error.what();
-    }
-    return {};
   }
 
   Backend* backend_ = nullptr;

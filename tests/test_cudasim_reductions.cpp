@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <cstdlib>
-#include <functional>
 #include <set>
 #include <memory>
 #include <string>
@@ -19,11 +18,13 @@
 #include "harness/cudasim/cta_order_switch.hpp"
 #include "harness/cudasim/sanitizer_switch.hpp"
 #include "harness/dtype.hpp"
-#include "harness/errors.hpp"
+#include "tests/cudasim/launch_report.hpp"
 #include "tests/cudasim/reduction_kernels.hpp"
 
 namespace attnbench {
 namespace {
+
+using cudasim_test::report_of;
 
 using cudasim_test::Accumulation;
 using cudasim_test::BulkReduce;
@@ -44,15 +45,6 @@ class Reductions : public ::testing::Test {
     auto* values = static_cast<float*>(arena_->take(ElementType::f32, count, name).data);
     for (std::size_t i = 0; i < count; ++i) values[i] = 0.0f;
     return values;
-  }
-
-  static std::string report_of(const std::function<int()>& launch) {
-    try {
-      EXPECT_EQ(launch(), 0);
-    } catch (const DeviceError& error) {
-      return error.what();
-    }
-    return {};
   }
 
   Backend* backend_ = nullptr;

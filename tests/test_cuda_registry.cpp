@@ -121,10 +121,12 @@ TEST(CudaRegistry, TheyRunTheForwardAndSayWhetherTheyHaveABackward) {
   }
 }
 
-// cuda.flash.sm90's backward: head dims 64 and 128 (no backward tiles for
-// 256 yet), every mask and dropout; its deterministic ablation runs the
-// backward directions only, and the record says which dQ order each uses.
-TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64And128AndItsDeterministicAblationOnlyBackward) {
+// cuda.flash.sm90's backward: head dims 64, 128 and 256, every mask and
+// dropout, and no other head dim; its deterministic ablation runs the
+// backward directions only, and the record says which dQ order each uses and
+// how the tiles share the products (Pᵀ from registers at 64 and 128, through
+// shared memory at 256, where the dQ parts are added from registers).
+TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64To256AndItsDeterministicAblationOnlyBackward) {
   const Implementation& sm90 = implementation("flash.sm90");
   const Implementation& deterministic = implementation("flash.sm90.deterministic");
   const ExecutionContext context{1, nullptr, nullptr};
@@ -133,14 +135,13 @@ TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64And128AndItsDeterministicAblat
   p.mask = MaskSpec{true, true, -1, -1};
   for (Direction direction : {Direction::bwd, Direction::fwd_bwd}) {
     p.direction = direction;
-    for (const std::int64_t head_dim : {64, 128}) {
+    for (const std::int64_t head_dim : {64, 128, 256}) {
       p.head_dim = head_dim;
       EXPECT_TRUE(sm90.supports(p).ok) << sm90.supports(p).reason;
       EXPECT_TRUE(deterministic.supports(p).ok) << deterministic.supports(p).reason;
     }
-    p.head_dim = 256;
-    EXPECT_NE(sm90.supports(p).reason.find("backward supports head_dim 64 and 128, not 256"), std::string::npos)
-        << sm90.supports(p).reason;
+    p.head_dim = 96;
+    EXPECT_FALSE(sm90.supports(p).ok);
   }
   p.head_dim = 128;
   p.direction = Direction::fwd;
@@ -153,7 +154,15 @@ TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64And128AndItsDeterministicAblat
   EXPECT_EQ(backward["block_n"], Sm90BackwardTraits<128>::kBlockN);
   EXPECT_EQ(backward["shared_memory_bytes"], Sm90BackwardTraits<128>::kSharedBytes);
   EXPECT_EQ(backward["deterministic"], false);
+  EXPECT_NE(backward["mma"].get<std::string>().find("dV: RS (P^T from registers)"), std::string::npos) << backward;
+  EXPECT_NE(backward["dq"].get<std::string>().find("64x64 part staged in shared memory"), std::string::npos)
+      << backward;
   EXPECT_EQ(deterministic.configuration(p, context)["backward"]["deterministic"], true);
+  p.head_dim = 256;
+  const auto wide = sm90.configuration(p, context)["backward"];
+  EXPECT_EQ(wide["block_n"], 64);
+  EXPECT_NE(wide["mma"].get<std::string>().find("dV: SS (P^T through shared memory)"), std::string::npos) << wide;
+  EXPECT_NE(wide["dq"].get<std::string>().find("64x128 part added from registers"), std::string::npos) << wide;
   p.head_dim = 64;
   EXPECT_EQ(sm90.configuration(p, context)["backward"]["block_m"], Sm90BackwardTraits<64>::kBlockM);
 }

@@ -143,6 +143,15 @@ const Sm90BackwardCase kBackwardCases[] = {
      false, 0.15},
     {"fp16_d64_bhsd_q260_k200_causal_bottom_right_dropout_padded", InputDType::fp16, 64, 2, 2, 2, 260, 200,
      Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.1},
+    // Head dim 256: 64-key tiles shared by both consumers (Pᵀ through shared
+    // memory, dQ added from registers). 6:2 over 4 query tiles: each stage
+    // used 12 times per CTA; bottom-right causal with Lq > Lk gives the first
+    // rows no visible key; padding; dropout; a window whose right edge falls
+    // inside the consumers' 32-query halves.
+    {"bf16_d256_gqa6to2_q200_k150_causal_bottom_right_padded", InputDType::bf16, 256, 2, 6, 2, 200, 150,
+     Layout::bshd, MaskSpec{true, true, -1, -1}, true, 0.0},
+    {"fp16_d256_bhsd_q130_k200_window_dropout", InputDType::fp16, 256, 1, 2, 1, 130, 200, Layout::bhsd,
+     MaskSpec{false, false, 70, 20}, false, 0.1},
 };
 
 class FlashSm90Backward : public ::testing::TestWithParam<Sm90BackwardCase> {};
@@ -198,16 +207,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashSm90Backward, ::testing::ValuesIn(kBackwar
 // cudasim.flash.sm90.deterministic gives bit-identical dQ, dK and dV, and
 // passes the oracle; cudasim.flash.sm90's dQ differs between some two orders
 // (so the orders do reorder its additions) and passes the oracle too. Five
-// key tiles add to every query tile (no mask), two query heads per kv head.
-TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) {
+// key tiles add to every query tile (no mask), two query heads per kv head:
+// at d64, whose default mode adds with bulk reduce-adds, and at d256, whose
+// default mode adds from registers.
+void expect_same_bits_under_every_cta_order(std::int64_t head_dim, std::int64_t seqlen_k) {
   cudasim::set_sanitizer_enabled(true);
   Problem p;
   p.direction = Direction::fwd_bwd;
   p.heads = 2;
   p.kv_heads = 1;
   p.seqlen_q = 130;
-  p.seqlen_k = 600;
-  p.head_dim = 64;
+  p.seqlen_k = seqlen_k;
+  p.head_dim = head_dim;
   p.dtype = InputDType::fp16;
   p.input.seed = 31;
   resolve_lengths(p);
@@ -225,7 +236,7 @@ TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) 
       ASSERT_TRUE(session) << name << " did not run: " << skip_reason;
       session->checked_call();
       const HostOutputs outputs = session->copy_outputs();
-      EXPECT_EQ(session->check_accuracy(outputs).status, "passed") << name << ", CTA order " << seed;
+      EXPECT_EQ(session->check_accuracy(outputs).status, "passed") << name << " d" << head_dim << ", CTA order " << seed;
       d_q.push_back(bytes(outputs.d_q));
       d_k.push_back(bytes(outputs.d_k));
       d_v.push_back(bytes(outputs.d_v));
@@ -240,6 +251,11 @@ TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) 
       EXPECT_TRUE(d_q[1] != d_q[0] || d_q[2] != d_q[0]) << "the CTA orders did not change the unordered dQ";
     }
   }
+}
+
+TEST(FlashSm90Backward, TheDeterministicModeGivesTheSameBitsUnderEveryCtaOrder) {
+  expect_same_bits_under_every_cta_order(64, 600);  // key tiles of 128
+  expect_same_bits_under_every_cta_order(256, 300);  // key tiles of 64
 }
 
 // ---- The schedule --------------------------------------------------------------

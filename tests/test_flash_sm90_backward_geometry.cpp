@@ -61,7 +61,7 @@ void expect_tiles_and_turns_at_every_edge_position() {
         if (tile < query_tiles) visitors[static_cast<std::size_t>(tile)].push_back(cta);
       }
       for (int consumer = 0; consumer < T::kConsumers; ++consumer) {
-        const std::int64_t key = cta_key + std::int64_t{consumer} * T::kConsumerKeys;
+        const std::int64_t key = cta_key + T::key_row(consumer);
         const KeyRange full = fully_visible_queries(c.mask, key, key + T::kConsumerKeys, c.len_q, c.len_k);
         for (int tile = 0; tile < query_tiles; ++tile) {
           const std::int64_t first_row = std::int64_t{tile} * T::kBlockM;
@@ -95,6 +95,7 @@ void expect_tiles_and_turns_at_every_edge_position() {
 TEST(FlashSm90BackwardGeometry, EveryCtaVisitsExactlyItsQueryTilesAndTheirTurnsCountFromZeroAtEveryEdgePosition) {
   expect_tiles_and_turns_at_every_edge_position<64>();
   expect_tiles_and_turns_at_every_edge_position<128>();
+  expect_tiles_and_turns_at_every_edge_position<256>();
 }
 
 // Consumer c's part of a query tile is the 64 × kDqColumns block at
@@ -130,11 +131,50 @@ void expect_dq_parts_tile_the_accumulator() {
 TEST(FlashSm90BackwardGeometry, EachConsumersDqPartIsOneContiguousBlockOfTheAccumulator) {
   expect_dq_parts_tile_the_accumulator<64>();
   expect_dq_parts_tile_the_accumulator<128>();
-  // The two consumers' parts cover the query tile: at d64 its two row halves, at d128 its two dim halves.
+  expect_dq_parts_tile_the_accumulator<256>();
+  // The two consumers' parts cover the query tile: at d64 its two row halves,
+  // at d128 and d256 its two dim halves.
   EXPECT_EQ(sm90_dq_part(1, 128, 64).first_row, 64);
   EXPECT_EQ(sm90_dq_part(1, 128, 64).first_dim, 0);
   EXPECT_EQ(sm90_dq_part(1, 64, 128).first_row, 0);
   EXPECT_EQ(sm90_dq_part(1, 64, 128).first_dim, 64);
+  EXPECT_EQ(sm90_dq_part(1, 64, 256).first_row, 0);
+  EXPECT_EQ(sm90_dq_part(1, 64, 256).first_dim, 128);
+}
+
+// How the consumers share a CTA's work: at d64 and d128 each owns half the
+// keys over every query and dim; at d256 both take every key, consumer c the
+// queries 32c.. of Sᵀ and the dims 128c.. of dK and dV. Either way the two
+// parts cover the tile's (key, query) products and its (key, dim) gradients
+// once.
+template <int kHeadDim>
+void expect_consumer_parts_cover_the_tile_once() {
+  using T = Sm90BackwardTraits<kHeadDim>;
+  std::vector<int> scores(static_cast<std::size_t>(T::kBlockN * T::kBlockM), 0);
+  std::vector<int> gradients(static_cast<std::size_t>(T::kBlockN * kHeadDim), 0);
+  for (int consumer = 0; consumer < T::kConsumers; ++consumer) {
+    for (int key = T::key_row(consumer); key < T::key_row(consumer) + T::kConsumerKeys; ++key) {
+      for (int slice = 0; slice < T::kSlices; ++slice) {
+        for (int n = 0; n < T::kSliceQueries; ++n) {
+          ++scores.at(static_cast<std::size_t>(key * T::kBlockM + T::first_query(consumer) + T::kSliceQueries * slice + n));
+        }
+      }
+      for (int dim = T::first_dim(consumer); dim < T::first_dim(consumer) + T::kConsumerDims; ++dim) {
+        ++gradients.at(static_cast<std::size_t>(key * kHeadDim + dim));
+      }
+    }
+  }
+  for (int count : scores) ASSERT_EQ(count, 1) << "d" << kHeadDim;
+  for (int count : gradients) ASSERT_EQ(count, 1) << "d" << kHeadDim;
+}
+
+TEST(FlashSm90BackwardGeometry, TheConsumersPartsCoverTheTilesProductsOnce) {
+  expect_consumer_parts_cover_the_tile_once<64>();
+  expect_consumer_parts_cover_the_tile_once<128>();
+  expect_consumer_parts_cover_the_tile_once<256>();
+  EXPECT_EQ(Sm90BackwardTraits<256>::first_query(1), 32);
+  EXPECT_EQ(Sm90BackwardTraits<256>::first_dim(1), 128);
+  EXPECT_EQ(Sm90BackwardTraits<128>::key_row(1), 64);
 }
 
 TEST(FlashSm90BackwardGeometry, WorkspaceRegionsAreAlignedAndDisjoint) {

@@ -33,6 +33,22 @@ namespace attnbench {
 ATTNBENCH_CUDA_BUILD_BEGIN
 namespace {
 
+// How the backward adds dQ across CTAs, for the configuration record.
+std::string backward_dq_summary(const FlashSm90BackwardShape& shape, bool deterministic) {
+  const std::string part =
+      "fp32 accumulator in the workspace; each 64x" + std::to_string(shape.dq_part_columns) + " part ";
+  if (deterministic) {
+    return part + "added with red.global.add.v2.f32 in the key tiles' order (a semaphore per query tile: "
+                  "ld.acquire / red.release)";
+  }
+  if (shape.staged_dq) {
+    return part + "staged in shared memory and added with one cp.reduce.async.bulk .add.f32 (" +
+           std::to_string(shape.dq_part_columns / 4) + " KiB), in no fixed order";
+  }
+  return part + "added from registers with red.global.add.v2.f32, in no fixed order";
+}
+
+
 class CudaFlashSm90 final : public CudaImplementation {
  public:
   explicit CudaFlashSm90(Sm90Schedule schedule, bool deterministic = false)
@@ -153,12 +169,11 @@ class CudaFlashSm90 final : public CudaImplementation {
           {"stages", backward.stages},
           {"shared_memory_bytes", backward.shared_bytes},
           {"loads", "TMA: K and V once per CTA; Q, dO, LSE and D per query tile, full/empty mbarriers"},
-          {"mma", "wgmma.mma_async m64nNk16, fp32 accumulate; S^T, dP^T: SS; dV, dK: RS; dQ: SS"},
+          {"mma", std::string("wgmma.mma_async m64nNk16, fp32 accumulate; S^T, dP^T: SS; dV: ") +
+                      (backward.p_from_registers ? "RS (P^T from registers)" : "SS (P^T through shared memory)") +
+                      "; dK, dQ: SS (dS^T through shared memory)"},
           {"deterministic", deterministic_},
-          {"dq", deterministic_ ? "fp32 accumulator in the workspace; each 64x64 part added with red.global.add.v2.f32 "
-                                  "in the key tiles' order (a semaphore per query tile: ld.acquire / red.release)"
-                                : "fp32 accumulator in the workspace; each 64x64 part staged in shared memory and added "
-                                  "with one cp.reduce.async.bulk .add.f32 (16 KiB), in no fixed order"}};
+          {"dq", backward_dq_summary(backward, deterministic_)}};
     }
     return configuration;
   }

@@ -8,8 +8,8 @@
 // 1. prepare: per query row D = rowsum(dO ∘ O) in fp32 and LSE·log2(e) (0 for
 //    a row without keys, whose LSE is -inf) into the workspace, and zeros into
 //    the row's part of the fp32 dQ accumulator.
-// 2. the main kernel: one CTA per (key tile of 128 keys, kv head, batch), three
-//    warpgroups of 128 threads.
+// 2. the main kernel: one CTA per (key tile of kBlockN keys, kv head,
+//    batch), three warpgroups of 128 threads.
 //    - Warpgroup 0, the producer, gives registers away (setmaxnreg.dec 24); one
 //      elected thread loads the K and V tiles once (TMA, on kv_full), then,
 //      for each query head of the kv head's group (GQA: dK and dV sum over
@@ -19,55 +19,69 @@
 //      two full barriers per stage (Q's for Sᵀ, dO's for dPᵀ). Rows past the
 //      tensor arrive as zeros (TMA's out-of-bound fill); the row vectors are
 //      padded to whole tiles in the workspace.
-//    - Warpgroups 1 and 2, the MMA warpgroups, take registers (setmaxnreg.inc
-//      240); warpgroup c owns keys 64c .. 64c + 63 of the tile (the M of its
-//      key-major products). Per query tile, with wgmma m64nNk16 (fp16/bf16
-//      in, fp32 accumulate), slice by slice of 64 queries (the N of Sᵀ and
-//      dPᵀ; two slices at d64, one at d128), the operands:
-//        Sᵀ  = K_c·Qᵀ    SS: A K rows 64c.. (K-major), B the slice's Q rows (K-major: k = dim); N = 64
-//        dPᵀ = V_c·dOᵀ   SS: A V rows 64c.. (K-major), B the slice's dO rows (K-major); N = 64
+//    - Warpgroups 1 and 2, the MMA warpgroups (consumers), take registers
+//      (setmaxnreg.inc 240). At d64 and d128 (Sm90BackwardTraits::kSplitKeys)
+//      the tile has 128 keys and consumer c owns keys 64c .. 64c + 63 (the M
+//      of its key-major products) over the whole head dim; at d256 the tile
+//      has 64 keys, which both consumers share: consumer c takes queries
+//      32c .. 32c + 31 of the 64-row query tile in Sᵀ and dPᵀ, and dims
+//      128c .. 128c + 127 in dK and dV. Per query tile, with wgmma m64nNk16
+//      (fp16/bf16 in, fp32 accumulate), slice by slice of the consumer's
+//      queries (N = 64: two slices at d64, one at d128; N = 32 at d256), the
+//      operands:
+//        Sᵀ  = K_c·Qᵀ    SS: A the consumer's K rows (K-major), B the slice's Q rows (K-major: k = dim)
+//        dPᵀ = V_c·dOᵀ   SS: A the consumer's V rows (K-major), B the slice's dO rows (K-major)
 //        Pᵀ  = exp2(Sᵀ·τ·log2(e) − LSE·log2(e)) in registers, 0 where masked;
 //              dSᵀ = Pᵀ ∘ (dPᵀ ∘ Zᵀ/(1−p) − D) in registers (D, LSE from the stage's rows)
-//        dV += (Pᵀ∘Zᵀ)·dO  RS: A Pᵀ from registers (the accumulator repacked), B dO MN-major (k = query); N = d
-//        dK += dSᵀ·Q     SS: A the warpgroup's 64 key rows of the shared dSᵀ tile (K-major: k = query),
-//                        B Q MN-major; N = d
+//        dV += (Pᵀ∘Zᵀ)·dO  d64, d128: RS, A Pᵀ from registers (the accumulator repacked);
+//                        d256: SS, A the Pᵀ tile in shared memory (K-major: k = query), which
+//                        both consumers' halves fill; B dO MN-major (k = query); N = its dims
+//        dK += dSᵀ·Q     SS: A the consumer's key rows of the shared dSᵀ tile (K-major: k = query),
+//                        B Q MN-major; N = its dims
 //        dQ  = dS·K      SS: A the dSᵀ tile's panel of the part's rows (MN-major: query contiguous),
-//                        B K MN-major (k = key), one 64-dim panel; N = 64
+//                        B K MN-major (k = key), the part's 64-dim panels; N = 64, 128 at d256
 //      dSᵀ is in registers, but dK reads it from shared memory, where it has
 //      to go for dQ anyway: as an RS operand its packed fragments (kBlockM / 4
 //      registers) would stay live beside dV, dK, and the next slice's Sᵀ and
 //      dPᵀ, and ptxas spills at d64 and d128 (CUDA 13.0); from shared memory
-//      they die at the stmatrix. The dSᵀ fragments go to the tile with
-//      stmatrix, then fence.proxy.async and a named barrier of the 256 MMA
-//      threads; each warpgroup then runs dK over its own rows and its part of
-//      the tile's dQ over all 128 keys (Sm90BackwardTraits: at d64 its 64 of
-//      the 128 rows, at d128 its 64 of the 128 dims). dSᵀ is double-buffered,
-//      so one barrier per tile separates a buffer's writes from its reads: a
-//      warpgroup writes tile t + 2's dSᵀ only after passing tile t + 1's
-//      barrier, which the other reaches only after finishing tile t's dK and dQ.
+//      they die at the stmatrix. At d256 dV needs all 64 queries' Pᵀ, and
+//      each consumer holds half, so Pᵀ goes to shared memory too. The
+//      fragments go to the tiles with stmatrix, then fence.proxy.async and a
+//      named barrier of the 256 MMA threads; each consumer then runs dK (and
+//      at d256 dV) over its part and its part of the tile's dQ over all the
+//      keys (Sm90BackwardTraits: at d64 its 64 of the 128 rows, at d128 its 64
+//      of the 128 dims, at d256 its 128 of the 256 dims). dSᵀ and Pᵀ are
+//      double-buffered, so one barrier per tile separates a buffer's writes
+//      from its reads: a warpgroup writes tile t + 2's only after passing tile
+//      t + 1's barrier, which the other reaches only after finishing tile t's
+//      products.
 //    - dQ across CTAs, into the fp32 accumulator in global memory: each
-//      warpgroup's part is one contiguous 64 × 64 block of the tiled
-//      accumulator (sm90_dq_offset). By default the warpgroup stages the part
-//      in shared memory and thread 0 adds it with one cp.reduce.async.bulk
-//      .add.f32 of 16 KiB (the TMA engine's reduce-add, rather than 2048
-//      red.global.add.v2 instructions from the warpgroup): kBlockM · d · 4
-//      bytes of reduce-add per (key tile, query tile), nothing read back; the
-//      staging's next write waits for the copy's reads (bulk wait_group.read
-//      before the next tile's barrier), and the additions land in whatever
-//      order the CTAs reach them. With `deterministic` (the ablation
-//      cuda.flash.sm90.deterministic) the key tiles add in their index order:
-//      a semaphore per (batch, head, query tile) in the workspace counts the
-//      parts added; thread 0 of a warpgroup waits (ld.acquire.gpu) until both
-//      parts of every earlier key tile are in (sm90_dq_turn), the warpgroup
-//      adds its part with red.global.add.v2.f32, a barrier, and thread 0
-//      passes the turn on (red.release.gpu.add). Key tiles wait only for lower
-//      ones, which start first on a GPU, so the chain always moves.
+//      consumer's part is one contiguous 64 × kDqColumns block of the tiled
+//      accumulator (sm90_dq_offset). By default, at d64 and d128, the
+//      consumer stages the part in shared memory and thread 0 adds it with
+//      one cp.reduce.async.bulk.add.f32 of 16 KiB (the TMA engine's
+//      reduce-add, rather than 2048 red.global.add.v2 instructions from the
+//      warpgroup): kBlockM · d · 4 bytes of reduce-add per (key tile, query
+//      tile), nothing read back; the staging's next write waits for the
+//      copy's reads (bulk wait_group.read before the next tile's barrier).
+//      At d256 the 64 KiB of staging does not fit beside two stages, and the
+//      consumers add their parts from registers with red.global.add.v2.f32:
+//      the same bytes, 32 instructions per thread per tile. Either way the
+//      additions land in whatever order the CTAs reach them. With
+//      `deterministic` (the ablation cuda.flash.sm90.deterministic) the key
+//      tiles add in their index order: a semaphore per (batch, head, query
+//      tile) in the workspace counts the parts added; thread 0 of a consumer
+//      waits (ld.acquire.gpu) until both parts of every earlier key tile are
+//      in (sm90_dq_turn), the warpgroup adds its part with
+//      red.global.add.v2.f32, a barrier, and thread 0 passes the turn on
+//      (red.release.gpu.add). Key tiles wait only for lower ones, which start
+//      first on a GPU, so the chain always moves.
 //    - Epilogue: after a barrier of the 256 MMA threads (the other warpgroup's
-//      last dQ may still read K), dK = τ·acc and dV = acc/(1−p) through the
-//      shared epilogue (hopper_epilogue.hpp), staged over the warpgroup's own
-//      rows of the K and V tiles, one TMA store per 64-dim panel; keys past
-//      seqlen_k are clipped by the tensor map. A CTA whose keys no query sees
-//      writes zeros.
+//      last products may still read K and V), dK = τ·acc and dV = acc/(1−p)
+//      through the shared epilogue (hopper_epilogue.hpp), staged over the
+//      consumer's own part of the K and V tiles, one TMA store per 64-dim
+//      panel; keys past seqlen_k are clipped by the tensor map. A CTA whose
+//      keys no query sees writes zeros.
 // 3. convert: dQ = τ·accumulator in the input dtype.
 //
 // Masks: the CTA visits only the query tiles that meet the bound of its
@@ -88,9 +102,9 @@
 // MMA threads, per tile and before the epilogue), kEpilogueBarrier + c,
 // kDqBarrier + c (warpgroup c's 128 threads around its dQ reduction).
 //
-// Not yet in this kernel: head dim 256, FA3's 80-row query tiles at d128,
-// overlap between the products of consecutive slices or tiles (every wgmma
-// group is waited for with wait_group 0), clusters.
+// Not yet in this kernel: FA3's 80-row query tiles at d128, overlap between
+// the products of consecutive slices or tiles (every wgmma group is waited for
+// with wait_group 0), clusters.
 #include "kernels/cuda/flash_sm90_backward.hpp"
 
 #include <cuda.h>
@@ -201,8 +215,14 @@ struct Sm90BackwardCta {
   __device__ __forceinline__ std::uint32_t delta_rows(int stage) const {
     return at(offsetof(Shared, delta)) + static_cast<std::uint32_t>(stage * T::kRowVectorBytes);
   }
+  // The exchange: consumer c's dQ staging (kStagedDq), or Pᵀ tile `buffer` (d256).
   __device__ __forceinline__ std::uint32_t dq_part(int consumer) const {
-    return at(offsetof(Shared, dq)) + static_cast<std::uint32_t>(consumer * 4 * 64 * T::kDqColumns);
+    static_assert(T::kStagedDq, "the dQ parts are staged");
+    return at(offsetof(Shared, exchange)) + static_cast<std::uint32_t>(consumer * T::kDqPartBytes);
+  }
+  __device__ __forceinline__ std::uint32_t p_tile(int buffer) const {
+    static_assert(!T::kSplitKeys, "Pᵀ goes through shared memory");
+    return at(offsetof(Shared, exchange)) + static_cast<std::uint32_t>(buffer * T::kDsTileBytes);
   }
   __device__ __forceinline__ std::uint32_t kv_full() const { return at(offsetof(Shared, kv_full)); }
   __device__ __forceinline__ Pipeline query() const { return Pipeline(at(offsetof(Shared, query))); }
@@ -255,19 +275,25 @@ __device__ __forceinline__ void load_tiles(const Sm90BackwardCta<kHeadDim>& cta,
   }
 }
 
-// An MMA warpgroup: its 64 keys through every (head, query tile) of the CTA,
-// dK and dV in registers, its dQ parts into the accumulator, then its epilogue.
+// An MMA warpgroup: its keys through every (head, query tile) of the CTA, dK
+// and dV of its part in registers, its dQ parts into the accumulator, then
+// its epilogue.
 template <typename Element, int kHeadDim, bool kDropout>
 __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const AttentionParams& params,
                                     const Sm90BackwardMaps& maps, int consumer, float scale_log2,
                                     float* __restrict__ dq_accumulator, int* __restrict__ semaphores,
                                     int padded_rows, bool deterministic) {
   using T = Sm90BackwardTraits<kHeadDim>;
-  constexpr int kSlices = T::kBlockM / 64;  // query slices of Sᵀ and dPᵀ: wgmma's N is 64
+  constexpr int kGroups = T::kSliceQueries / 8;  // 8-query groups of a slice of Sᵀ
   const auto ring = cta.query();
   const int thread = static_cast<int>(threadIdx.x) % 128;
   const int warp = thread / 32, lane = thread % 32;
-  const int consumer_key = cta.first_key + T::kConsumerKeys * consumer;
+  // The consumer's part: its rows of the K, V, dSᵀ and Pᵀ tiles, its first
+  // query of each slice, its first dim of dK and dV (Sm90BackwardTraits).
+  const int key_row = T::key_row(consumer);
+  const int consumer_query = T::first_query(consumer);
+  const int consumer_dim = T::first_dim(consumer);
+  const int consumer_key = cta.first_key + key_row;
   const int key0 = consumer_key + T::kWarpKeys * warp + lane / 4;  // this thread's keys: key0 and key0 + 8
   const int lane_column = 2 * (lane % 4);                           // its first query in each 8-query group
   const int len_q = cta.len_q, len_k = cta.len_k;
@@ -281,9 +307,9 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
 
   // Accumulators in the m64nNk16 layout: element i of thread (warp, lane) is row
   // (key) 16·warp + lane / 4 + 8·((i >> 1) & 1), column 8·(i >> 2) + 2·(lane % 4) + (i & 1).
-  float d_value[kHeadDim / 2], d_key[kHeadDim / 2];
+  float d_value[T::kConsumerDims / 2], d_key[T::kConsumerDims / 2];
 #pragma unroll
-  for (int i = 0; i < kHeadDim / 2; ++i) d_value[i] = d_key[i] = 0.0f;
+  for (int i = 0; i < T::kConsumerDims / 2; ++i) d_value[i] = d_key[i] = 0.0f;
 
   if (!cta.tiles.empty()) mbarrier_wait_parity(cta.kv_full(), 0);
   typename Sm90BackwardCta<kHeadDim>::Pipeline::State state;
@@ -294,10 +320,11 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     const bool whole = full_begin <= first_row && first_row + T::kBlockM <= full_end;
     const std::uint32_t k_tile = opaque(cta.k_tile()), v_tile = opaque(cta.v_tile());
 
-    // Per slice of 64 queries: Sᵀ = K_c·Qᵀ and dPᵀ = V_c·dOᵀ (one group), Pᵀ
-    // and dSᵀ = Pᵀ ∘ (dPᵀ − D) in place, Pᵀ packed as dV's A fragments, dSᵀ
-    // rounded into the warpgroup's 64 key rows of the dSᵀ tile (stmatrix),
-    // where dK's and dQ's products read it, then dV += Pᵀ·dO of the slice.
+    // Per slice of the consumer's queries: Sᵀ = K_c·Qᵀ and dPᵀ = V_c·dOᵀ
+    // (one group), Pᵀ and dSᵀ = Pᵀ ∘ (dPᵀ − D) in place, dSᵀ rounded into the
+    // consumer's part of the dSᵀ tile (stmatrix), where dK's and dQ's
+    // products read it. With kSplitKeys, Pᵀ packed as dV's A fragments and
+    // dV += Pᵀ·dO of the slice; at d256, Pᵀ into its part of the Pᵀ tile.
     // (Both waits come first: a wait loop between two issues makes ptxas wait
     // for the first group.)
     ring.consumer_wait(state, T::kQueries);
@@ -306,45 +333,49 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     // The dropout keep bits of each slice (bit 4n + e: element e of 8-query
     // group n), before any product of the tile holds registers; a rolled loop
     // keeps Philox's registers out of the unrolled code.
-    std::uint32_t keep[kSlices];
+    std::uint32_t keep[T::kSlices];
 #pragma unroll
-    for (int slice = 0; slice < kSlices; ++slice) keep[slice] = ~0u;
+    for (int slice = 0; slice < T::kSlices; ++slice) keep[slice] = ~0u;
     if constexpr (kDropout) {
 #pragma unroll
-      for (int slice = 0; slice < kSlices; ++slice) {
+      for (int slice = 0; slice < T::kSlices; ++slice) {
         keep[slice] = 0;
 #pragma unroll 1
-        for (int n = 0; n < 8; ++n) {
-          keep[slice] |= transposed_dropout_keep_bits<1>(params.dropout, static_cast<std::uint32_t>(cta.batch),
-                                                         static_cast<std::uint32_t>(head),
-                                                         first_row + 64 * slice + 8 * n,
-                                                         consumer_key + T::kWarpKeys * warp, lane)
+        for (int n = 0; n < kGroups; ++n) {
+          keep[slice] |= transposed_dropout_keep_bits<1>(
+                             params.dropout, static_cast<std::uint32_t>(cta.batch), static_cast<std::uint32_t>(head),
+                             first_row + consumer_query + T::kSliceQueries * slice + 8 * n,
+                             consumer_key + T::kWarpKeys * warp, lane)
                          << (4 * n);
         }
       }
     }
-    std::uint32_t p[T::kBlockM / 16][4];
+    std::uint32_t p[T::kSplitKeys ? T::kBlockM / 16 : 1][4];
     // Pins a slice's Pᵀ fragments until a wait has covered the dV product reading them.
     const auto fence_slice = [&p](int slice) {
+      if constexpr (T::kSplitKeys) {
 #pragma unroll
-      for (int s = 4 * slice; s < 4 * slice + 4; ++s) wgmma_fence_operand(p[s]);
+        for (int s = 4 * slice; s < 4 * slice + 4; ++s) wgmma_fence_operand(p[s]);
+      }
     };
 #pragma unroll
-    for (int slice = 0; slice < kSlices; ++slice) {
-      const int first_query = 64 * slice;
-      float scores[32], d_scores[32];
+    for (int slice = 0; slice < T::kSlices; ++slice) {
+      const int first_query = consumer_query + T::kSliceQueries * slice;
+      float scores[T::kSliceQueries / 2], d_scores[T::kSliceQueries / 2];
       wgmma_fence_operand(scores);
       wgmma_fence_operand(d_scores);
       wgmma_fence();
 #pragma unroll
       for (int k = 0; k < kHeadDim / 16; ++k) {
-        wgmma_ss<64, Element>(scores, k_major_descriptor(k_tile, T::kKeyPanelBytes, T::kConsumerKeys * consumer, k),
-                              k_major_descriptor(cta.q_tile(stage), T::kQueryPanelBytes, first_query, k), k > 0);
+        wgmma_ss<T::kSliceQueries, Element>(scores, k_major_descriptor(k_tile, T::kKeyPanelBytes, key_row, k),
+                                            k_major_descriptor(cta.q_tile(stage), T::kQueryPanelBytes, first_query, k),
+                                            k > 0);
       }
 #pragma unroll
       for (int k = 0; k < kHeadDim / 16; ++k) {
-        wgmma_ss<64, Element>(d_scores, k_major_descriptor(v_tile, T::kKeyPanelBytes, T::kConsumerKeys * consumer, k),
-                              k_major_descriptor(cta.d_out_tile(stage), T::kQueryPanelBytes, first_query, k), k > 0);
+        wgmma_ss<T::kSliceQueries, Element>(
+            d_scores, k_major_descriptor(v_tile, T::kKeyPanelBytes, key_row, k),
+            k_major_descriptor(cta.d_out_tile(stage), T::kQueryPanelBytes, first_query, k), k > 0);
       }
       wgmma_commit_group();
       wgmma_wait_group<0>();
@@ -359,10 +390,10 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         begin[half] = whole ? 0 : visible_begin[half] - first_row - first_query - lane_column;
-        end[half] = whole ? 64 : visible_end[half] - first_row - first_query - lane_column;
+        end[half] = whole ? T::kSliceQueries : visible_end[half] - first_row - first_query - lane_column;
       }
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
+      for (int n = 0; n < kGroups; ++n) {
         const std::uint32_t column = 4 * static_cast<std::uint32_t>(first_query + 8 * n + lane_column);
         const float2 lse = load_shared_float2(cta.lse_rows(stage) + column);
         const float2 delta = load_shared_float2(cta.delta_rows(stage) + column);
@@ -380,47 +411,76 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
         }
       }
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        std::uint32_t ds[4];
+      for (int s = 0; s < T::kSliceQueries / 16; ++s) {
+        std::uint32_t probabilities[4], ds[4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          p[4 * slice + s][r] = pack_pair<Element>(scores[8 * s + 2 * r], scores[8 * s + 2 * r + 1]);
+          probabilities[r] = pack_pair<Element>(scores[8 * s + 2 * r], scores[8 * s + 2 * r + 1]);
           ds[r] = pack_pair<Element>(d_scores[8 * s + 2 * r], d_scores[8 * s + 2 * r + 1]);
         }
-        store_fragment_columns(ds_tile, T::kDsPanelBytes, T::kConsumerKeys * consumer, 8 * slice + 2 * s, ds);
+        store_fragment_columns(ds_tile, T::kDsPanelBytes, key_row, first_query / 8 + 2 * s, ds);
+        if constexpr (T::kSplitKeys) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) p[4 * slice + s][r] = probabilities[r];
+        } else {
+          store_fragment_columns(cta.p_tile(step % 2), T::kDsPanelBytes, key_row, first_query / 8 + 2 * s,
+                                 probabilities);
+        }
       }
+      if constexpr (T::kSplitKeys) {
+        wgmma_fence_operand(d_value);
+        fence_slice(slice);
+        wgmma_fence();
+#pragma unroll
+        for (int s = 4 * slice; s < 4 * slice + 4; ++s) {
+          wgmma_rs<kHeadDim, Element, Major::mn>(d_value, p[s],
+                                                 mn_major_descriptor(cta.d_out_tile(stage), T::kQueryPanelBytes, s),
+                                                 true);
+        }
+        wgmma_commit_group();
+        wgmma_fence_operand(d_value);
+        fence_slice(slice);
+      }
+    }
+    fence_proxy_async();
+    // Both consumers' parts of the dSᵀ (and Pᵀ) tile are written; and, once
+    // thread 0 has seen the previous tile's reduction read its staging, it is free.
+    if constexpr (T::kStagedDq) {
+      if (thread == 0) bulk_wait_group_read<0>();
+    }
+    named_barrier_sync(kDsBarrier, kMmaThreads);
+
+    // At d256, dV += Pᵀ·dO: A the consumer's rows of the Pᵀ tile (K-major: k = query), B dO (MN-major).
+    if constexpr (!T::kSplitKeys) {
       wgmma_fence_operand(d_value);
-      fence_slice(slice);
       wgmma_fence();
 #pragma unroll
-      for (int s = 4 * slice; s < 4 * slice + 4; ++s) {
-        wgmma_rs<kHeadDim, Element, Major::mn>(d_value, p[s],
-                                               mn_major_descriptor(cta.d_out_tile(stage), T::kQueryPanelBytes, s), true);
+      for (int s = 0; s < T::kBlockM / 16; ++s) {
+        wgmma_ss<T::kConsumerDims, Element, Major::k, Major::mn>(
+            d_value, k_major_descriptor(cta.p_tile(step % 2), T::kDsPanelBytes, key_row, s),
+            mn_major_descriptor(cta.d_out_tile(stage) + consumer_dim / 64 * T::kQueryPanelBytes, T::kQueryPanelBytes,
+                                s),
+            true);
       }
       wgmma_commit_group();
       wgmma_fence_operand(d_value);
-      fence_slice(slice);
     }
-    fence_proxy_async();
-    // Both warpgroups' rows of the dSᵀ tile are written; and, once thread 0
-    // has seen the previous tile's reduction read its staging, it is free.
-    if (thread == 0) bulk_wait_group_read<0>();
-    named_barrier_sync(kDsBarrier, kMmaThreads);
 
-    // dK += dSᵀ·Q: A the warpgroup's rows of the dSᵀ tile (K-major: k = query), B Q (MN-major).
+    // dK += dSᵀ·Q: A the consumer's rows of the dSᵀ tile (K-major: k = query), B Q (MN-major).
     wgmma_fence_operand(d_key);
     wgmma_fence();
 #pragma unroll
     for (int s = 0; s < T::kBlockM / 16; ++s) {
-      wgmma_ss<kHeadDim, Element, Major::k, Major::mn>(
-          d_key, k_major_descriptor(ds_tile, T::kDsPanelBytes, T::kConsumerKeys * consumer, s),
-          mn_major_descriptor(cta.q_tile(stage), T::kQueryPanelBytes, s), true);
+      wgmma_ss<T::kConsumerDims, Element, Major::k, Major::mn>(
+          d_key, k_major_descriptor(ds_tile, T::kDsPanelBytes, key_row, s),
+          mn_major_descriptor(cta.q_tile(stage) + consumer_dim / 64 * T::kQueryPanelBytes, T::kQueryPanelBytes, s),
+          true);
     }
     wgmma_commit_group();
     wgmma_fence_operand(d_key);
 
-    // dQ part = dS·K over the 128 keys: A the dSᵀ tile's panel of the part's
-    // rows (queries contiguous: MN-major), B K's panel of its dims (MN-major).
+    // dQ part = dS·K over the tile's keys: A the dSᵀ tile's panel of the
+    // part's rows (queries contiguous: MN-major), B K's panels of its dims (MN-major).
     float d_query[T::kDqColumns / 2];
     wgmma_fence_operand(d_query);
     wgmma_fence();
@@ -435,38 +495,43 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
     wgmma_fence_operand(d_query);
     wgmma_fence_operand(d_value);
     wgmma_fence_operand(d_key);
-    fence_slice(kSlices - 1);
+    fence_slice(T::kSlices - 1);
     if (thread == 0) ring.consumer_release(state);  // Sᵀ, dPᵀ, dV and dK have read the stage
 
-    // The part into the accumulator: one contiguous 64 × 64 block.
+    // The part into the accumulator: one contiguous 64 × kDqColumns block.
     const std::int64_t row_vector = static_cast<std::int64_t>(cta.batch) * params.heads + head;
     float* const part = dq_accumulator + row_vector * padded_rows * kHeadDim +
                         sm90_dq_offset(first_row + dq_part.first_row, dq_part.first_dim, T::kBlockM, kHeadDim);
-    if (deterministic) {
-      // In the key tiles' order: wait for this tile's turn (both consumers of
-      // every earlier key tile have added theirs: 2 per tile), add, pass on.
+    if (deterministic || !T::kStagedDq) {
+      // From registers, with red.global.add.v2. Deterministic: in the key
+      // tiles' order: wait for this tile's turn (both consumers of every
+      // earlier key tile have added theirs: 2 per tile), add, pass on.
       const int query_tile = first_row / T::kBlockM;
       int* const semaphore = semaphores + row_vector * (padded_rows / T::kBlockM) + query_tile;
-      // (The lengths are read again here rather than kept in registers across the loop.)
-      const auto batch = static_cast<std::int64_t>(blockIdx.z);
-      const int turn = sm90_dq_turn(params.mask, static_cast<int>(blockIdx.x), query_tile, T::kBlockM, T::kBlockN,
-                                    params.length_q(batch), params.length_k(batch));
-      if (thread == 0) {
-        while (ld_acquire_gpu(semaphore) < T::kConsumers * turn) {
+      if (deterministic) {
+        // (The lengths are read again here rather than kept in registers across the loop.)
+        const auto batch = static_cast<std::int64_t>(blockIdx.z);
+        const int turn = sm90_dq_turn(params.mask, static_cast<int>(blockIdx.x), query_tile, T::kBlockM, T::kBlockN,
+                                      params.length_q(batch), params.length_k(batch));
+        if (thread == 0) {
+          while (ld_acquire_gpu(semaphore) < T::kConsumers * turn) {
+          }
         }
+        named_barrier_sync(kDqBarrier + consumer, 128);
       }
-      named_barrier_sync(kDqBarrier + consumer, 128);
 #pragma unroll
       for (int i = 0; i < T::kDqColumns / 2; i += 2) {
         const int row = T::kWarpKeys * warp + lane / 4 + 8 * ((i >> 1) & 1);
         red_add_global_v2(part + row * T::kDqColumns + 8 * (i >> 2) + lane_column, d_query[i], d_query[i + 1]);
       }
-      named_barrier_sync(kDqBarrier + consumer, 128);  // the warpgroup's adds precede the release
-      if (thread == 0) red_release_gpu_add(semaphore, 1);
-    } else {
+      if (deterministic) {
+        named_barrier_sync(kDqBarrier + consumer, 128);  // the warpgroup's adds precede the release
+        if (thread == 0) red_release_gpu_add(semaphore, 1);
+      }
+    } else if constexpr (T::kStagedDq) {
       // Staged in shared memory in the block's layout, then one bulk
-      // reduce-add of its 16 KiB by thread 0; the staging's next writes wait
-      // for its reads (bulk_wait_group_read before the next tile's kDsBarrier).
+      // reduce-add of its kDqPartBytes by thread 0; the staging's next writes
+      // wait for its reads (bulk_wait_group_read before the next tile's kDsBarrier).
       const std::uint32_t staging = cta.dq_part(consumer);
 #pragma unroll
       for (int i = 0; i < T::kDqColumns / 2; i += 2) {
@@ -478,28 +543,28 @@ __device__ void consume_query_tiles(const Sm90BackwardCta<kHeadDim>& cta, const 
       fence_proxy_async();
       named_barrier_sync(kDqBarrier + consumer, 128);
       if (thread == 0) {
-        bulk_reduce_add_global(part, staging, 4 * 64 * T::kDqColumns);
+        bulk_reduce_add_global(part, staging, T::kDqPartBytes);
         bulk_commit_group();
       }
     }
   }
   if (thread == 0) bulk_wait_group<0>();  // the last reduction is done before the epilogue's bulk group
 
-  // Epilogue: the other warpgroup's last dQ may still read K; then dK and dV
-  // staged over this warpgroup's rows of the K and V tiles.
+  // Epilogue: the other warpgroup's last products may still read K and V;
+  // then dK and dV staged over this consumer's part of the K and V tiles.
   named_barrier_sync(kDsBarrier, kMmaThreads);
 #pragma unroll
-  for (int i = 0; i < kHeadDim / 2; ++i) {
+  for (int i = 0; i < T::kConsumerDims / 2; ++i) {
     d_key[i] *= params.scale;
     d_value[i] *= keep_scale;
   }
-  const std::uint32_t own_rows = static_cast<std::uint32_t>(T::kConsumerKeys * consumer * T::kRowBytes);
-  store_accumulators_with_tma<Element, kHeadDim>(d_key, cta.k_tile() + own_rows, T::kKeyPanelBytes,
-                                                 kEpilogueBarrier + consumer, &maps.d_k, 0, consumer_key, cta.kv_head,
-                                                 cta.batch);
-  store_accumulators_with_tma<Element, kHeadDim>(d_value, cta.v_tile() + own_rows, T::kKeyPanelBytes,
-                                                 kEpilogueBarrier + consumer, &maps.d_v, 0, consumer_key, cta.kv_head,
-                                                 cta.batch);
+  const auto own_part = static_cast<std::uint32_t>(consumer_dim / 64 * T::kKeyPanelBytes + key_row * T::kRowBytes);
+  store_accumulators_with_tma<Element, T::kConsumerDims>(d_key, cta.k_tile() + own_part, T::kKeyPanelBytes,
+                                                         kEpilogueBarrier + consumer, &maps.d_k, consumer_dim,
+                                                         consumer_key, cta.kv_head, cta.batch);
+  store_accumulators_with_tma<Element, T::kConsumerDims>(d_value, cta.v_tile() + own_part, T::kKeyPanelBytes,
+                                                         kEpilogueBarrier + consumer, &maps.d_v, consumer_dim,
+                                                         consumer_key, cta.kv_head, cta.batch);
 }
 
 template <typename Element, int kHeadDim, bool kDropout>
@@ -671,7 +736,8 @@ FlashSm90BackwardShape flash_sm90_backward_shape(int head_dim) {
   FlashSm90BackwardShape shape{};
   const bool listed = Sm90BackwardHeadDims::dispatch(head_dim, [&](auto listed_head_dim) {
     using T = Sm90BackwardTraits<decltype(listed_head_dim)::value>;
-    shape = FlashSm90BackwardShape{T::kBlockM, T::kBlockN, T::kConsumers, T::kStages, T::kSharedBytes};
+    shape = FlashSm90BackwardShape{T::kBlockM,      T::kBlockN,    T::kConsumers, T::kStages,
+                                   T::kSharedBytes, T::kSplitKeys, T::kDqColumns, T::kStagedDq};
   });
   if (!listed) unlisted_head_dim(head_dim);
   return shape;

@@ -25,6 +25,9 @@ struct FlashSm90BackwardShape {
   int consumers;     // MMA warpgroups (one producer warpgroup beside them)
   int stages;        // query tiles in flight
   int shared_bytes;  // dynamic shared memory per CTA
+  bool p_from_registers;  // dV's A operand Pᵀ: registers (RS), or the Pᵀ tile in shared memory (SS)
+  int dq_part_columns;    // a consumer's dQ part: 64 rows × this many dims
+  bool staged_dq;         // the default mode stages each part and adds it with one bulk reduce-add
 };
 FlashSm90BackwardShape flash_sm90_backward_shape(int head_dim);
 

@@ -39,25 +39,33 @@ struct Sm90Case {
   MaskSpec mask;
   double dropout;
   bool early_time_outs;  // every wait's first try_wait returns false (time_out_switch.hpp)
+  bool padded;           // batch 2, element 1 shorter than the tensors
 };
 
 const Sm90Case kCases[] = {
-    {"bf16_d128_bhsd_q300_k300", InputDType::bf16, 128, 2, 2, 300, 300, Layout::bhsd, MaskSpec{}, 0.0, false},
+    {"bf16_d128_bhsd_q300_k300", InputDType::bf16, 128, 2, 2, 300, 300, Layout::bhsd, MaskSpec{}, 0.0, false, false},
     {"fp16_d64_gqa4_q1_k700_causal_bottom_right", InputDType::fp16, 64, 4, 1, 1, 700, Layout::bshd,
-     MaskSpec{true, true, -1, -1}, 0.0, false},
+     MaskSpec{true, true, -1, -1}, 0.0, false, false},
     {"bf16_d128_q384_k640_window_dropout", InputDType::bf16, 128, 2, 1, 384, 640, Layout::bhsd,
-     MaskSpec{false, false, 100, 30}, 0.1, false},
+     MaskSpec{false, false, 100, 30}, 0.1, false, false},
     {"bf16_d128_q384_k640_window_dropout_early_time_outs", InputDType::bf16, 128, 2, 1, 384, 640, Layout::bhsd,
-     MaskSpec{false, false, 100, 30}, 0.1, true},
+     MaskSpec{false, false, 100, 30}, 0.1, true, false},
     {"fp16_d64_q520_k130_causal_top_left", InputDType::fp16, 64, 2, 2, 520, 130, Layout::bshd,
-     MaskSpec{true, false, -1, -1}, 0.0, false},
+     MaskSpec{true, false, -1, -1}, 0.0, false, false},
     {"bf16_d256_bhsd_gqa2_q300_k410_causal_bottom_right_dropout", InputDType::bf16, 256, 2, 1, 300, 410, Layout::bhsd,
-     MaskSpec{true, true, -1, -1}, 0.1, false},
+     MaskSpec{true, true, -1, -1}, 0.1, false, false},
     // Grouped heads whose wrong mapping (head / kv_heads) gives a wrong answer,
     // and 7 key tiles per CTA: each stage's parity flips at least three times.
-    {"fp16_d64_gqa6to2_q130_k900", InputDType::fp16, 64, 6, 2, 130, 900, Layout::bshd, MaskSpec{}, 0.0, false},
+    {"fp16_d64_gqa6to2_q130_k900", InputDType::fp16, 64, 6, 2, 130, 900, Layout::bshd, MaskSpec{}, 0.0, false, false},
     {"bf16_d128_bhsd_gqa8to1_q140_k260_causal_bottom_right", InputDType::bf16, 128, 8, 1, 140, 260, Layout::bhsd,
-     MaskSpec{true, true, -1, -1}, 0.0, false},
+     MaskSpec{true, true, -1, -1}, 0.0, false, false},
+    // Padding (batch element 1 shorter than the tensors), and bottom-right
+    // causal with Lq > Lk: the first query tiles see no key (their rows'
+    // O is 0 and LSE -inf), nor do the padded element's rows past its length.
+    {"fp16_d64_q520_k130_causal_bottom_right_padded", InputDType::fp16, 64, 2, 2, 520, 130, Layout::bshd,
+     MaskSpec{true, true, -1, -1}, 0.0, false, true},
+    {"bf16_d128_bhsd_gqa6to2_q300_k330_window_padded", InputDType::bf16, 128, 6, 2, 300, 330, Layout::bhsd,
+     MaskSpec{false, true, 90, 0}, 0.0, false, true},
 };
 
 class FlashSm90 : public ::testing::TestWithParam<Sm90Case> {};
@@ -68,7 +76,7 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   std::optional<cudasim::EarlyTimeOuts> early;
   if (c.early_time_outs) early.emplace();
   Problem p;
-  p.batch = 1;
+  p.batch = c.padded ? 2 : 1;
   p.heads = c.heads;
   p.kv_heads = c.kv_heads;
   p.seqlen_q = c.seqlen_q;
@@ -79,6 +87,10 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   p.mask = c.mask;
   p.dropout = DropoutSpec{c.dropout, 0x5eedull, 1};
   p.input.seed = 23;
+  if (c.padded) {
+    p.lengths_q = {c.seqlen_q, c.seqlen_q - 141};
+    p.lengths_k = {c.seqlen_k, c.seqlen_k - 45};
+  }
   resolve_lengths(p);
   ASSERT_TRUE(check_problem(p).empty());
   const AccuracySettings settings;

@@ -676,21 +676,23 @@ void launch_backward(const AttentionParams& params, const AttentionBuffers& buff
                 static_cast<const float*>(buffers.lse.data), lse_log2, delta, dq_accumulator, semaphores, padded_rows);
   ATTNBENCH_CUDA_CHECK_LAUNCH();
 
-  Sm90BackwardMaps maps;
-  maps.q = attention_tensor_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads, params.batch, kHeadDim,
-                                T::kBlockM, kBf16, "Q");
-  maps.d_out = attention_tensor_map(buffers.d_out.data, params.q_strides, params.seqlen_q, params.heads, params.batch,
-                                    kHeadDim, T::kBlockM, kBf16, "dO");
-  maps.k = attention_tensor_map(buffers.k.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
-                                kHeadDim, T::kBlockN, kBf16, "K");
-  maps.v = attention_tensor_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
-                                kHeadDim, T::kBlockN, kBf16, "V");
-  maps.d_k = attention_tensor_map(buffers.d_k.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
-                                  kHeadDim, T::kConsumerKeys, kBf16, "dK");
-  maps.d_v = attention_tensor_map(buffers.d_v.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
-                                  kHeadDim, T::kConsumerKeys, kBf16, "dV");
-  maps.lse_log2 = row_vector_map(lse_log2, padded_rows, params.batch * params.heads, T::kBlockM, "LSE·log2(e)");
-  maps.delta = row_vector_map(delta, padded_rows, params.batch * params.heads, T::kBlockM, "D");
+  // Built in place (a CUtensorMap must stay 64-byte aligned; a temporary
+  // copied into the struct need not be, at -O0).
+  const Sm90BackwardMaps maps{
+      attention_tensor_map(buffers.q.data, params.q_strides, params.seqlen_q, params.heads, params.batch, kHeadDim,
+                           T::kBlockM, kBf16, "Q"),
+      attention_tensor_map(buffers.k.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
+                           kHeadDim, T::kBlockN, kBf16, "K"),
+      attention_tensor_map(buffers.v.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
+                           kHeadDim, T::kBlockN, kBf16, "V"),
+      attention_tensor_map(buffers.d_out.data, params.q_strides, params.seqlen_q, params.heads, params.batch,
+                           kHeadDim, T::kBlockM, kBf16, "dO"),
+      attention_tensor_map(buffers.d_k.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
+                           kHeadDim, T::kConsumerKeys, kBf16, "dK"),
+      attention_tensor_map(buffers.d_v.data, params.kv_strides, params.seqlen_k, params.kv_heads, params.batch,
+                           kHeadDim, T::kConsumerKeys, kBf16, "dV"),
+      row_vector_map(lse_log2, padded_rows, params.batch * params.heads, T::kBlockM, "LSE·log2(e)"),
+      row_vector_map(delta, padded_rows, params.batch * params.heads, T::kBlockM, "D")};
   auto* const with_dropout = &flash_sm90_backward_kernel<Element, kHeadDim, true>;
   auto* const without_dropout = &flash_sm90_backward_kernel<Element, kHeadDim, false>;
   static const bool shared_limit_raised = [with_dropout, without_dropout] {

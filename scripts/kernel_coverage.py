@@ -46,9 +46,13 @@ KERNEL_FILES = [
     "kernels/cuda/flash_simple.cu",
     "kernels/cuda/flash_attention.cu",
     "kernels/cuda/flash_sm90_forward.cu",
+    "kernels/cuda/flash_sm90_backward.cu",
     "kernels/cuda/flash_sm90_attention.cu",
+    "kernels/cuda/backward_rows.hpp",
     "kernels/cuda/fragment_softmax.hpp",
     "kernels/cuda/hopper_primitives.hpp",
+    "kernels/cuda/hopper_pipeline.hpp",
+    "kernels/cuda/hopper_epilogue.hpp",
     "baselines/cuda/softmax_kernel.cu",
     "baselines/cuda/softmax_row.hpp",
     "baselines/cuda/score_gradient_row.hpp",
@@ -57,6 +61,10 @@ KERNEL_FILES = [
     "kernels/cuda/warp_primitives.hpp",
     "kernels/cuda/kernel_launch.hpp",
     "kernels/cuda/grid_stride.hpp",
+    "kernels/cuda/element_conversion.hpp",
+    "kernels/cuda/tensor_map.hpp",
+    "kernels/cuda/device_lengths.hpp",
+    "kernels/cuda/sm90a_device.hpp",
 ]
 KERNEL_OBJECTS = "harness/cudasim/CMakeFiles/attnbench_cudasim_kernels.dir"
 # A status check's failing side only builds the message it throws.

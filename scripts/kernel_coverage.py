@@ -46,9 +46,13 @@ KERNEL_FILES = [
     "kernels/cuda/flash_simple.cu",
     "kernels/cuda/flash_attention.cu",
     "kernels/cuda/flash_sm90_forward.cu",
+    "kernels/cuda/flash_sm90_backward.cu",
     "kernels/cuda/flash_sm90_attention.cu",
+    "kernels/cuda/backward_rows.hpp",
     "kernels/cuda/fragment_softmax.hpp",
     "kernels/cuda/hopper_primitives.hpp",
+    "kernels/cuda/hopper_pipeline.hpp",
+    "kernels/cuda/hopper_epilogue.hpp",
     "baselines/cuda/softmax_kernel.cu",
     "baselines/cuda/softmax_row.hpp",
     "baselines/cuda/score_gradient_row.hpp",
@@ -57,6 +61,10 @@ KERNEL_FILES = [
     "kernels/cuda/warp_primitives.hpp",
     "kernels/cuda/kernel_launch.hpp",
     "kernels/cuda/grid_stride.hpp",
+    "kernels/cuda/element_conversion.hpp",
+    "kernels/cuda/tensor_map.hpp",
+    "kernels/cuda/device_lengths.hpp",
+    "kernels/cuda/sm90a_device.hpp",
 ]
 KERNEL_OBJECTS = "harness/cudasim/CMakeFiles/attnbench_cudasim_kernels.dir"
 # A status check's failing side only builds the message it throws.
@@ -114,12 +122,15 @@ def merge(texts, build):
     instance (template instances, inlined copies) in every translation unit. A
     line whose every block is exceptional (gcov's $$$$$) is left out. Branch i
     of a line is taken when it was in any instance of the line's function; it
-    is excluded when it is a throw or sits in an exceptional block in every
-    instance."""
+    is excluded when it sits in an exceptional block in every instance, or
+    when gcov calls it a throw in any instance (gcov labels an arc a throw
+    only where its block ran: in an instance that never reaches the block,
+    e.g. a branch on a template parameter, the same arc is unlabelled)."""
     counts = collections.defaultdict(lambda: collections.defaultdict(int))
     normal_blocks = collections.defaultdict(set)
     exceptional_blocks = collections.defaultdict(set)
-    branches = collections.defaultdict(lambda: collections.defaultdict(dict))  # file -> line -> i -> [taken, excluded]
+    # file -> line -> i -> [taken, exceptional in every instance, a throw in some instance]
+    branches = collections.defaultdict(lambda: collections.defaultdict(dict))
     for text in texts:
         name, number, exceptional_block, in_instance, previous = None, 0, False, False, ""
         for raw in text.splitlines():
@@ -137,10 +148,10 @@ def merge(texts, build):
                     words = raw.split()
                     index = int(words[1])
                     taken = words[2] == "taken" and int(words[3]) > 0
-                    excluded = "(throw)" in raw or exceptional_block
-                    entry = branches[name][number].setdefault(index, [False, True])
+                    entry = branches[name][number].setdefault(index, [False, True, False])
                     entry[0] = entry[0] or taken
-                    entry[1] = entry[1] and excluded
+                    entry[1] = entry[1] and exceptional_block
+                    entry[2] = entry[2] or "(throw)" in raw
                 continue
             fields = raw.split(":", 2)  # "count:line:source", or "count:line-block n"
             if len(fields) < 2:
@@ -167,7 +178,8 @@ def merge(texts, build):
                 continue
             outcomes = branches[name][number]
             files[name][number] = {"count": count,
-                                   "branches": [outcomes[i] for i in sorted(outcomes)]}
+                                   "branches": [[outcomes[i][0], outcomes[i][1] or outcomes[i][2]]
+                                                for i in sorted(outcomes)]}
     return files
 
 

@@ -167,6 +167,40 @@ TEST(CudaRegistry, TheHopperBackwardRunsHeadDims64To256AndItsDeterministicAblati
   EXPECT_EQ(sm90.configuration(p, context)["backward"]["block_m"], Sm90BackwardTraits<64>::kBlockM);
 }
 
+// Past supports(), the Hopper kernels' own guard: asked directly for a head
+// dim they have no instance for, both directions throw std::invalid_argument
+// naming it before anything reaches the device (a dispatch that found no
+// instance and returned would leave the outputs unwritten), as do the tile
+// shapes behind configuration() and the backward's workspace_bytes(); the
+// traffic model has no tiles to model. The buffers stay null: nothing may
+// touch them (the device's stream only carries the simulator's host threads).
+TEST(CudaRegistry, TheHopperKernelsThrowForAHeadDimTheyHaveNoInstanceFor) {
+  Implementation* const sm90 = ImplementationRegistry::instance().find(named("flash.sm90"));
+  ASSERT_NE(sm90, nullptr);
+  const AttentionBuffers buffers;
+  ExecutionContext context{1, nullptr, BackendRegistry::instance().get(kDevice)->stream()};
+  const auto expect_unlisted = [](const auto& call, const std::string& what) {
+    try {
+      call();
+      ADD_FAILURE() << what << " did not throw";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find("no instance for head_dim 96"), std::string::npos)
+          << what << ": " << error.what();
+    }
+  };
+  for (const InputDType dtype : {InputDType::fp16, InputDType::bf16}) {
+    Problem p = square_problem(256, 96);
+    p.dtype = dtype;
+    p.direction = Direction::fwd_bwd;
+    const std::string dtype_name = dtype == InputDType::fp16 ? "fp16" : "bf16";
+    EXPECT_FALSE(sm90->modelled_traffic(p).has_value());
+    expect_unlisted([&] { sm90->forward(p, buffers, context); }, "forward, " + dtype_name);
+    expect_unlisted([&] { sm90->backward(p, buffers, context); }, "backward, " + dtype_name);
+    expect_unlisted([&] { sm90->configuration(p, context); }, "configuration");
+    expect_unlisted([&] { sm90->workspace_bytes(p, context); }, "workspace_bytes");
+  }
+}
+
 // The Hopper kernel has tiles for head dims 64, 128 and 256 only; others are
 // refused with a reason naming the head dim, whatever the mask or dropout.
 TEST(CudaRegistry, TheHopperForwardRefusesHeadDimsItHasNoTilesFor) {

@@ -143,6 +143,38 @@ TEST(GeneratedShapes, DtypeHeadDimDropoutLayoutAndGqaAreCombinedPairwise) {
   }
 }
 
+// cuda.flash.sm90's backward tiles queries 128 rows at a time at head dim 64
+// and 64 at 128: a target at one of those edges needs its head dim, whatever
+// the covering array's row order.
+TEST(GeneratedShapes, ATargetAtAnEdgeOfOneHeadDimsTilingIsDrawnWithThatHeadDim) {
+  for (const std::uint64_t seed : {kDefaultShapeSeed, kDefaultShapeSeed + 1, kDefaultShapeSeed + 2}) {
+    std::size_t targeted = 0;
+    for (const GeneratedCase& c : generated_cases(seed)) {
+      if (c.target_head_dim == 0) continue;
+      ++targeted;
+      EXPECT_EQ(c.problem.head_dim, c.target_head_dim) << "seed " << seed << ": " << c.describe();
+    }
+    EXPECT_GT(targeted, 0u) << "seed " << seed;
+  }
+}
+
+// A residue's lengths hold a whole query and key tile of every kernel at the
+// case's head dim, Nq no more than that needs (cuda.flash.sm90's backward has
+// 128-row query tiles at d64 alone).
+TEST(GeneratedShapes, AResiduesLengthsHoldTheLargestTilesOfTheirHeadDimAndNoMore) {
+  std::size_t realised = 0;
+  for (const GeneratedCase& c : default_cases()) {
+    if (!c.realises_shift) continue;
+    ++realised;
+    const Problem& p = c.problem;
+    const Tiling largest = direction_largest_tiles(c.direction, p.head_dim);
+    EXPECT_GE(p.seqlen_q, largest.block_m) << c.describe();
+    EXPECT_LT(p.seqlen_q, largest.block_m + direction_period(c.direction)) << c.describe();
+    EXPECT_GE(p.seqlen_k, largest.block_n) << c.describe();
+  }
+  EXPECT_GT(realised, 0u);
+}
+
 TEST(GeneratedShapes, EveryCaseIsAValidProblemWithANameOfItsOwn) {
   std::set<std::string> names;
   for (const GeneratedCase& c : default_cases()) {

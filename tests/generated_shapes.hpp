@@ -67,6 +67,7 @@ inline constexpr std::int64_t kHeadDimLevels[2] = {64, 128};
 
 struct KernelUnderTest {
   std::string name;
+  std::string implementation;  // the implementation that runs it, without the device: a generated case requires it
   bool runs_forward;           // in a forward case
   bool runs_forward_backward;  // in a forward-and-backward case
   Tiling d64;                  // the tiling of its head-dim 64 and 128 instances
@@ -95,16 +96,17 @@ constexpr Tiling sm90_backward_tiling() {
   return Tiling{T::kBlockM, T::kBlockN, T::kBlockM, T::kWarpKeys};
 }
 
-// A new kernel joins here with its traits (its kBlockM, kBlockN, kWarpRows,
-// kWarpKeys) and the directions it runs in.
+// A new kernel joins here with its implementation, its traits (its kBlockM,
+// kBlockN, kWarpRows, kWarpKeys) and the directions it runs in.
 inline const std::vector<KernelUnderTest>& kernels_under_test() {
   static const std::vector<KernelUnderTest> kernels{
-      {"flash_forward", true, true, tiling_of<FlashTraits<64>>(), tiling_of<FlashTraits<128>>()},
-      {"flash_backward", false, true, tiling_of<BackwardTraits<64>>(), tiling_of<BackwardTraits<128>>()},
-      {"flash_simple", true, false, tiling_of<flash_simple::Traits>(), tiling_of<flash_simple::Traits>()},
-      {"flash_sm90_forward", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
-      {"flash_sm90_backward", false, true, sm90_backward_tiling<64>(), sm90_backward_tiling<128>()},
-      {"softmax_rows", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
+      {"flash_forward", "flash", true, true, tiling_of<FlashTraits<64>>(), tiling_of<FlashTraits<128>>()},
+      {"flash_backward", "flash", false, true, tiling_of<BackwardTraits<64>>(), tiling_of<BackwardTraits<128>>()},
+      {"flash_simple", "flash.simple", true, false, tiling_of<flash_simple::Traits>(),
+       tiling_of<flash_simple::Traits>()},
+      {"flash_sm90_forward", "flash.sm90", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
+      {"flash_sm90_backward", "flash.sm90", false, true, sm90_backward_tiling<64>(), sm90_backward_tiling<128>()},
+      {"softmax_rows", "cublas", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
   };
   return kernels;
 }
@@ -207,6 +209,17 @@ inline std::int64_t direction_warp_period(Direction direction) {
   }
   return period;
 }
+// The implementations of the direction's kernels, each once: every generated
+// case of the direction must run them (a refusal would leave a kernel's edges
+// untested).
+inline std::vector<std::string> direction_implementations(Direction direction) {
+  std::set<std::string> names;
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    if (k.runs_in(direction)) names.insert(k.implementation);
+  }
+  return {names.begin(), names.end()};
+}
+
 // The largest query and key tiles of the direction's kernels, at one head dim
 // or (0) at both: realised lengths hold at least one whole tile of each.
 inline Tiling direction_largest_tiles(Direction direction, std::int64_t head_dim = 0) {

@@ -143,6 +143,13 @@ TEST(GeneratedShapes, DtypeHeadDimDropoutLayoutAndGqaAreCombinedPairwise) {
   }
 }
 
+// A generated case requires the implementations of its direction's kernels.
+TEST(GeneratedShapes, ACaseRequiresTheImplementationsOfItsDirectionsKernels) {
+  EXPECT_EQ(direction_implementations(Direction::fwd),
+            (std::vector<std::string>{"cublas", "flash", "flash.simple", "flash.sm90"}));
+  EXPECT_EQ(direction_implementations(Direction::fwd_bwd), (std::vector<std::string>{"cublas", "flash", "flash.sm90"}));
+}
+
 // cuda.flash.sm90's backward tiles queries 128 rows at a time at head dim 64
 // and 64 at 128: a target at one of those edges needs its head dim, whatever
 // the covering array's row order.

@@ -3,11 +3,14 @@
 // kernel's tiling (tests/mask_edges.hpp), instead of a hand-picked list.
 //
 // Each kernel joins with its traits struct (kernels_under_test()): its tiling per
-// head dim and the directions it runs in. A direction's cases are grouped by
-// mask kind; each group has targets, and each target becomes one case:
+// head dim, the directions it runs in, and the implementation that runs it,
+// which every case of those directions must run. A direction's cases are
+// grouped by mask kind; each group has targets, and each target becomes one
+// case:
 // - causal (top-left, bottom-right): every residue r of Lk - Lq modulo P, the
 //   least common multiple of the periods of the kernels that run in the
-//   direction (so every kernel sees every residue of its own period);
+//   direction (so every kernel sees every residue of its own period), with
+//   lengths that hold a whole tile of each kernel at the case's head dim;
 // - windows (top-left, bottom-right): every residue of the left edge (shift -
 //   left) and, permuted, of the right edge (shift + right) modulo P;
 // - padding (no mask, causal bottom-right): valid lengths at every tile and
@@ -22,7 +25,8 @@
 // (cuda.flash.sm90's backward: 128 query rows at d64, 64 at d128) meets an
 // edge of one of them only at that head dim, so a size or padding target at
 // such an edge is drawn with it: the case takes a row of the array at that
-// head-dim level (the mask edges' residues are positions of both tilings).
+// head-dim level (a mask edge's position, its residue modulo the kernel's
+// period, is the same at either head dim).
 // Case names depend on the targets alone, so a seed changes the draws and
 // never the names.
 //

@@ -3,9 +3,11 @@
 // every kernel sees every position of every mask and length edge of its
 // tiling, in every direction it runs in and under every mask kind, from the
 // whole set and (modulo the warp slice, and at the period's edges) from the
-// everyday part; the other factors are combined pairwise; every case is a
-// valid problem with a name of its own; the seed changes the draws and never
-// the names.
+// everyday part; a target at an edge of one head dim's tiling is drawn with
+// that head dim, and a residue's lengths hold the largest tiles of the case's
+// head dim; the other factors are combined pairwise; every case is a valid
+// problem with a name of its own; the seed changes the draws and never the
+// names.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,11 +3,14 @@
 // kernel's tiling (tests/mask_edges.hpp), instead of a hand-picked list.
 //
 // Each kernel joins with its traits struct (kernels_under_test()): its tiling per
-// head dim and the directions it runs in. A direction's cases are grouped by
-// mask kind; each group has targets, and each target becomes one case:
+// head dim, the directions it runs in, and the implementation that runs it,
+// which every case of those directions must run. A direction's cases are
+// grouped by mask kind; each group has targets, and each target becomes one
+// case:
 // - causal (top-left, bottom-right): every residue r of Lk - Lq modulo P, the
 //   least common multiple of the periods of the kernels that run in the
-//   direction (so every kernel sees every residue of its own period);
+//   direction (so every kernel sees every residue of its own period), with
+//   lengths that hold a whole tile of each kernel at the case's head dim;
 // - windows (top-left, bottom-right): every residue of the left edge (shift -
 //   left) and, permuted, of the right edge (shift + right) modulo P;
 // - padding (no mask, causal bottom-right): valid lengths at every tile and
@@ -18,8 +21,14 @@
 // The free parameters (the lengths realising a residue, the window bounds'
 // multiples, seeds) are drawn from one seed, and dtype, head dim, dropout,
 // layout and GQA follow a pairwise covering array, in an order the seed
-// shuffles per group. Case names depend on the targets alone, so a seed changes
-// the draws and never the names.
+// shuffles per group. A kernel whose tiles differ between its head dims
+// (cuda.flash.sm90's backward: 128 query rows at d64, 64 at d128) meets an
+// edge of one of them only at that head dim, so a size or padding target at
+// such an edge is drawn with it: the case takes a row of the array at that
+// head-dim level (a mask edge's position, its residue modulo the kernel's
+// period, is the same at either head dim).
+// Case names depend on the targets alone, so a seed changes the draws and
+// never the names.
 //
 // The everyday part (the simulator's sample in every test run) takes, of each
 // causal and window group, one residue per class modulo the warp slice W (the
@@ -49,6 +58,7 @@
 #include "kernels/cuda/flash_backward_geometry.hpp"
 #include "kernels/cuda/flash_geometry.hpp"
 #include "kernels/cuda/flash_simple_geometry.hpp"
+#include "kernels/cuda/flash_sm90_backward_geometry.hpp"
 #include "kernels/cuda/flash_sm90_geometry.hpp"
 #include "tests/mask_edges.hpp"
 
@@ -56,14 +66,18 @@ namespace attnbench::test {
 
 // ---- The kernels and their tilings ----------------------------------------------
 
+// The head-dim factor's two levels; a kernel has a tiling for each.
+inline constexpr std::int64_t kHeadDimLevels[2] = {64, 128};
+
 struct KernelUnderTest {
   std::string name;
+  std::string implementation;  // the implementation that runs it, without the device: a generated case requires it
   bool runs_forward;           // in a forward case
   bool runs_forward_backward;  // in a forward-and-backward case
   Tiling d64;                  // the tiling of its head-dim 64 and 128 instances
   Tiling d128;
 
-  const Tiling& tiling(std::int64_t head_dim) const { return head_dim > 64 ? d128 : d64; }
+  const Tiling& tiling(std::int64_t head_dim) const { return head_dim > kHeadDimLevels[0] ? d128 : d64; }
   bool runs_in(Direction direction) const {
     return direction == Direction::fwd ? runs_forward : runs_forward_backward;
   }
@@ -75,15 +89,28 @@ struct KernelUnderTest {
   }
 };
 
-// A new kernel joins here with its traits (its kBlockM, kBlockN, kWarpRows,
-// kWarpKeys) and the directions it runs in.
+// cuda.flash.sm90's backward, whose traits name no warp rows: a warp owns
+// kWarpKeys = 16 keys of its warpgroup's 64 (the M of the key-major products
+// Sᵀ and dPᵀ) and spans the whole query tile (their N, one wgmma per 64-query
+// slice, no mask bound per slice), so its rows are the query tile, as in
+// BackwardTraits.
+template <int kHeadDim>
+constexpr Tiling sm90_backward_tiling() {
+  using T = Sm90BackwardTraits<kHeadDim>;
+  return Tiling{T::kBlockM, T::kBlockN, T::kBlockM, T::kWarpKeys};
+}
+
+// A new kernel joins here with its implementation, its traits (its kBlockM,
+// kBlockN, kWarpRows, kWarpKeys) and the directions it runs in.
 inline const std::vector<KernelUnderTest>& kernels_under_test() {
   static const std::vector<KernelUnderTest> kernels{
-      {"flash_forward", true, true, tiling_of<FlashTraits<64>>(), tiling_of<FlashTraits<128>>()},
-      {"flash_backward", false, true, tiling_of<BackwardTraits<64>>(), tiling_of<BackwardTraits<128>>()},
-      {"flash_simple", true, false, tiling_of<flash_simple::Traits>(), tiling_of<flash_simple::Traits>()},
-      {"flash_sm90_forward", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
-      {"softmax_rows", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
+      {"flash_forward", "flash", true, true, tiling_of<FlashTraits<64>>(), tiling_of<FlashTraits<128>>()},
+      {"flash_backward", "flash", false, true, tiling_of<BackwardTraits<64>>(), tiling_of<BackwardTraits<128>>()},
+      {"flash_simple", "flash.simple", true, false, tiling_of<flash_simple::Traits>(),
+       tiling_of<flash_simple::Traits>()},
+      {"flash_sm90_forward", "flash.sm90", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
+      {"flash_sm90_backward", "flash.sm90", false, true, sm90_backward_tiling<64>(), sm90_backward_tiling<128>()},
+      {"softmax_rows", "cublas", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
   };
   return kernels;
 }
@@ -142,6 +169,8 @@ struct GeneratedCase {
   Direction direction = Direction::fwd;
   MaskKind kind = MaskKind::none;
   bool everyday = false;  // in the simulator's sample of every test run
+  std::int64_t target_head_dim = 0;  // > 0: its target is an edge of that head dim's tiling alone (of some kernel)
+  bool realises_shift = false;       // Nq and Nk realise a residue of Lk - Lq
   FactorLevels factors{};
   Problem problem;
   std::int64_t grid_stride_cap = 0;  // > 0: the row kernels' grids are lowered to this many blocks
@@ -184,18 +213,44 @@ inline std::int64_t direction_warp_period(Direction direction) {
   }
   return period;
 }
-// The largest query and key tiles of the direction's kernels: realised lengths
-// hold at least one whole tile of each.
-inline Tiling direction_largest_tiles(Direction direction) {
+// The implementations of the direction's kernels, each once: every generated
+// case of the direction must run them (a refusal would leave a kernel's edges
+// untested).
+inline std::vector<std::string> direction_implementations(Direction direction) {
+  std::set<std::string> names;
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    if (k.runs_in(direction)) names.insert(k.implementation);
+  }
+  return {names.begin(), names.end()};
+}
+
+// The largest query and key tiles of the direction's kernels, at one head dim
+// or (0) at both: realised lengths hold at least one whole tile of each.
+inline Tiling direction_largest_tiles(Direction direction, std::int64_t head_dim = 0) {
   Tiling largest{1, 1, 1, 1};
   for (const KernelUnderTest& k : kernels_under_test()) {
     if (!k.runs_in(direction)) continue;
-    for (const Tiling& t : {k.d64, k.d128}) {
-      largest.block_m = std::max(largest.block_m, t.block_m);
-      largest.block_n = std::max(largest.block_n, t.block_n);
+    for (const Tiling* t : {&k.d64, &k.d128}) {
+      if (head_dim > 0 && t != &k.tiling(head_dim)) continue;
+      largest.block_m = std::max(largest.block_m, t->block_m);
+      largest.block_n = std::max(largest.block_n, t->block_n);
     }
   }
   return largest;
+}
+
+// The head dims a target must be drawn with so that every kernel of the
+// direction meets it: a kernel whose tiling has the edge at one head dim alone
+// meets it only there. {0} when any will do, else one target per head dim.
+template <typename HasEdge>
+std::vector<std::int64_t> head_dims_needing(Direction direction, const HasEdge& has_edge) {
+  std::set<std::int64_t> needed;
+  for (const KernelUnderTest& k : kernels_under_test()) {
+    if (!k.runs_in(direction) || has_edge(k.d64) == has_edge(k.d128)) continue;
+    needed.insert(has_edge(k.d64) ? kHeadDimLevels[0] : kHeadDimLevels[1]);
+  }
+  if (needed.empty()) return {0};
+  return {needed.begin(), needed.end()};
 }
 
 // The residues at and beside the edge of a kernel's period (P - 1, 0, 1): the
@@ -260,12 +315,24 @@ class ShapeGenerator {
     return c;
   }
 
-  // Lengths with Lk - Lq ≡ residue (mod P), each holding a whole largest tile.
-  void realise_shift(Direction direction, std::int64_t residue, Problem& p) {
+  // Lengths with Lk - Lq ≡ residue (mod P), each holding a whole largest tile
+  // (Nq refitted to the head dim's tiles once it is drawn: fit_query_length).
+  void realise_shift(Direction direction, std::int64_t residue, GeneratedCase& c) {
     const std::int64_t period = direction_period(direction);
     const Tiling largest = direction_largest_tiles(direction);
+    Problem& p = c.problem;
     p.seqlen_k = uniform(largest.block_n, largest.block_n + period - 1);
     p.seqlen_q = largest.block_m + positive_modulo(p.seqlen_k - residue - largest.block_m, period);
+    c.realises_shift = true;
+  }
+  // Nq of such lengths moved by a multiple of P to the least that holds a
+  // whole query tile of the direction's kernels at the case's head dim: the
+  // residue stays, and so do the window edges' (mask_shift moves by the
+  // multiple, or not at all).
+  static void fit_query_length(Direction direction, Problem& p) {
+    const std::int64_t period = direction_period(direction);
+    const std::int64_t block_m = direction_largest_tiles(direction, p.head_dim).block_m;
+    p.seqlen_q = block_m + positive_modulo(p.seqlen_q - block_m, period);
   }
 
   // The everyday residues of a direction: class c modulo W at c + W·(c mod P/W),
@@ -310,7 +377,7 @@ class ShapeGenerator {
     const std::set<std::int64_t> everyday = everyday_residues(direction);
     for (std::int64_t r = 0; r < period; ++r) {
       GeneratedCase c = start(direction, kind, "shift_" + std::to_string(r), everyday.count(r) > 0);
-      realise_shift(direction, r, c.problem);
+      realise_shift(direction, r, c);
       group_.push_back(c);
     }
   }
@@ -333,7 +400,7 @@ class ShapeGenerator {
     const auto add = [&](const std::string& target, std::int64_t left_edge, std::int64_t right_edge, bool daily) {
       GeneratedCase c = start(direction, kind, target, daily);
       Problem& p = c.problem;
-      realise_shift(direction, uniform(0, period - 1), p);
+      realise_shift(direction, uniform(0, period - 1), c);
       const std::int64_t shift = mask_shift(p.mask, p.seqlen_q, p.seqlen_k);
       p.mask.window_left = positive_modulo(shift - left_edge, period);
       p.mask.window_right = positive_modulo(right_edge - shift, period);
@@ -349,43 +416,97 @@ class ShapeGenerator {
   }
 
   // Valid lengths at every edge of each side's tiles and one either side, and
-  // zero: three batch elements per case, each taking the next query-side and
-  // key-side target.
+  // zero: three batch elements per case, each query-side length beside the
+  // next key-side one (or a random one once a side runs out). Lengths at an
+  // edge of one head dim's tiling alone (head_dims_needing) go beside each
+  // other in cases of that head dim, after the rest.
   void padding_targets(Direction direction, MaskKind kind) {
-    std::set<std::pair<std::int64_t, std::int64_t>> query_edges, key_edges;  // (unit, offset)
-    for (const KernelUnderTest& k : kernels_under_test()) {
-      if (!k.runs_in(direction)) continue;
-      for (const Tiling& t : {k.d64, k.d128}) {
-        for (const int offset : {-1, 0, 1}) {
-          for (const int unit : {t.warp_rows, t.block_m}) {
-            if (unit > 1) query_edges.insert({unit, offset});
-          }
-          for (const int unit : {t.warp_keys, t.block_n}) {
-            if (unit > 1) key_edges.insert({unit, offset});
+    struct Length {
+      std::int64_t length;
+      std::int64_t head_dim;  // 0: any
+    };
+    const Tiling largest = direction_largest_tiles(direction);
+    const auto edge_lengths = [&](bool query_side, std::vector<Length>& lengths) {
+      const auto units = [query_side](const Tiling& t) {
+        return query_side ? std::array<int, 2>{t.warp_rows, t.block_m} : std::array<int, 2>{t.warp_keys, t.block_n};
+      };
+      std::set<std::pair<std::int64_t, std::int64_t>> edges;  // (unit, offset)
+      for (const KernelUnderTest& k : kernels_under_test()) {
+        if (!k.runs_in(direction)) continue;
+        for (const Tiling& t : {k.d64, k.d128}) {
+          for (const int offset : {-1, 0, 1}) {
+            for (const int unit : units(t)) {
+              if (unit > 1) edges.insert({unit, offset});
+            }
           }
         }
       }
-    }
-    const Tiling largest = direction_largest_tiles(direction);
-    const auto realise = [&](const std::pair<std::int64_t, std::int64_t>& edge, std::int64_t largest_tile) {
-      const std::int64_t multiple = uniform(1, std::max<std::int64_t>(1, 2 * largest_tile / edge.first));
-      return edge.first * multiple + edge.second;
+      const std::int64_t largest_tile = query_side ? largest.block_m : largest.block_n;
+      for (const auto& [unit, offset] : edges) {
+        const auto at_edge = [&, unit = unit](const Tiling& t) {
+          const std::array<int, 2> tile_units = units(t);
+          return std::find(tile_units.begin(), tile_units.end(), unit) != tile_units.end();
+        };
+        for (const std::int64_t head_dim : head_dims_needing(direction, at_edge)) {
+          const std::int64_t multiple = uniform(1, std::max<std::int64_t>(1, 2 * largest_tile / unit));
+          lengths.push_back({unit * multiple + offset, head_dim});
+        }
+      }
     };
-    std::vector<std::int64_t> lengths_q{0}, lengths_k{uniform(1, largest.block_n)};  // Lq = 0
-    lengths_q.push_back(uniform(1, largest.block_m));
-    lengths_k.push_back(0);  // Lk = 0
-    for (const auto& edge : query_edges) lengths_q.push_back(realise(edge, largest.block_m));
-    for (const auto& edge : key_edges) lengths_k.push_back(realise(edge, largest.block_n));
-    while (lengths_q.size() < lengths_k.size()) lengths_q.push_back(uniform(1, 2 * largest.block_m));
-    while (lengths_k.size() < lengths_q.size()) lengths_k.push_back(uniform(1, 2 * largest.block_n));
+    std::vector<Length> lengths_q{{0, 0}}, lengths_k{{uniform(1, largest.block_n), 0}};  // Lq = 0
+    lengths_q.push_back({uniform(1, largest.block_m), 0});
+    lengths_k.push_back({0, 0});  // Lk = 0
+    edge_lengths(true, lengths_q);
+    edge_lengths(false, lengths_k);
+
+    struct Element {
+      std::int64_t len_q, len_k;
+    };
+    const auto lengths_of = [](const std::vector<Length>& lengths, std::int64_t head_dim) {
+      std::vector<std::int64_t> picked;
+      for (const Length& l : lengths) {
+        if (l.head_dim == head_dim) picked.push_back(l.length);
+      }
+      return picked;
+    };
+    std::vector<std::pair<std::int64_t, std::vector<Element>>> batches, of_head_dims;  // (head dim, its elements)
     constexpr std::size_t kBatch = 3;
-    for (std::size_t first = 0; first < lengths_q.size(); first += kBatch) {
-      GeneratedCase c = start(direction, kind, "lengths_" + std::to_string(first / kBatch), true);
+    const auto add = [](auto& into, std::int64_t head_dim, std::size_t i, const Element& e) {
+      if (i % kBatch == 0) into.push_back({head_dim, {}});
+      into.back().second.push_back(e);
+    };
+    std::vector<std::int64_t> free_q = lengths_of(lengths_q, 0), free_k = lengths_of(lengths_k, 0);
+    // A head dim's side that runs short takes the last free length of that
+    // side while it has more of them than the other (lengths that would
+    // otherwise stand beside random ones), else a random one.
+    const auto spare = [&](std::vector<std::int64_t>& own, const std::vector<std::int64_t>& other, std::int64_t tile) {
+      if (own.size() <= other.size()) return uniform(1, 2 * tile);
+      const std::int64_t length = own.back();
+      own.pop_back();
+      return length;
+    };
+    for (const std::int64_t head_dim : kHeadDimLevels) {
+      const std::vector<std::int64_t> qs = lengths_of(lengths_q, head_dim), ks = lengths_of(lengths_k, head_dim);
+      for (std::size_t i = 0; i < std::max(qs.size(), ks.size()); ++i) {
+        const std::int64_t len_q = i < qs.size() ? qs[i] : spare(free_q, free_k, largest.block_m);
+        const std::int64_t len_k = i < ks.size() ? ks[i] : spare(free_k, free_q, largest.block_n);
+        add(of_head_dims, head_dim, i, {len_q, len_k});
+      }
+    }
+    for (std::size_t i = 0; i < std::max(free_q.size(), free_k.size()); ++i) {
+      const std::int64_t len_q = i < free_q.size() ? free_q[i] : uniform(1, 2 * largest.block_m);
+      const std::int64_t len_k = i < free_k.size() ? free_k[i] : uniform(1, 2 * largest.block_n);
+      add(batches, 0, i, {len_q, len_k});
+    }
+    batches.insert(batches.end(), of_head_dims.begin(), of_head_dims.end());
+    for (std::size_t n = 0; n < batches.size(); ++n) {
+      GeneratedCase c = start(direction, kind, "lengths_" + std::to_string(n), true);
+      c.target_head_dim = batches[n].first;
       Problem& p = c.problem;
       p.padding.kind = PaddingSpec::Kind::explicit_lengths;
-      for (std::size_t b = first; b < std::min(first + kBatch, lengths_q.size()); ++b) {
-        p.lengths_q.push_back(lengths_q[b]);
-        p.lengths_k.push_back(lengths_k[b]);
+      for (const Element& e : batches[n].second) {
+        p.lengths_q.push_back(e.len_q);
+        p.lengths_k.push_back(e.len_k);
       }
       p.batch = static_cast<std::int64_t>(p.lengths_q.size());
       p.seqlen_q = *std::max_element(p.lengths_q.begin(), p.lengths_q.end()) + uniform(0, 20);
@@ -398,7 +519,7 @@ class ShapeGenerator {
 
   // Nq below one query tile with Nk one more than a key tile, and the other way
   // round, for each kernel's tiles (a side whose tile is one row or key takes
-  // any length).
+  // any length); tiles of one head dim alone in a case of that head dim.
   void size_targets(Direction direction, MaskKind kind) {
     std::set<std::pair<std::int64_t, std::int64_t>> sizes;  // (block_m, block_n)
     for (const KernelUnderTest& k : kernels_under_test()) {
@@ -414,24 +535,32 @@ class ShapeGenerator {
     };
     const auto above = [](std::int64_t tile) { return Side{tile + 1, std::to_string(tile + 1)}; };
     for (const auto& [block_m, block_n] : sizes) {
-      const std::pair<Side, Side> shapes[] = {{below(block_m), above(block_n)}, {above(block_m), below(block_n)}};
-      for (const auto& [query, key] : shapes) {
-        const std::int64_t seqlen_q = query.length, seqlen_k = key.length;
-        GeneratedCase c = start(direction, kind, "size_nq_" + query.label + "_nk_" + key.label, true);
-        Problem& p = c.problem;
-        p.seqlen_q = seqlen_q;
-        p.seqlen_k = seqlen_k;
-        if (is_window(kind)) {
-          p.mask.window_left = uniform(0, seqlen_k);
-          p.mask.window_right = uniform(0, seqlen_k);
+      const auto has_tiles = [block_m = block_m, block_n = block_n](const Tiling& t) {
+        return t.block_m == block_m && t.block_n == block_n;
+      };
+      const std::vector<std::int64_t> head_dims = head_dims_needing(direction, has_tiles);
+      for (const std::int64_t head_dim : head_dims) {
+        const std::pair<Side, Side> shapes[] = {{below(block_m), above(block_n)}, {above(block_m), below(block_n)}};
+        for (const auto& [query, key] : shapes) {
+          const std::int64_t seqlen_q = query.length, seqlen_k = key.length;
+          const std::string suffix = head_dims.size() > 1 ? "_d" + std::to_string(head_dim) : "";
+          GeneratedCase c = start(direction, kind, "size_nq_" + query.label + "_nk_" + key.label + suffix, true);
+          c.target_head_dim = head_dim;
+          Problem& p = c.problem;
+          p.seqlen_q = seqlen_q;
+          p.seqlen_k = seqlen_k;
+          if (is_window(kind)) {
+            p.mask.window_left = uniform(0, seqlen_k);
+            p.mask.window_right = uniform(0, seqlen_k);
+          }
+          if (is_padded(kind)) {
+            p.padding.kind = PaddingSpec::Kind::explicit_lengths;
+            p.batch = 2;
+            p.lengths_q = {seqlen_q, uniform(0, seqlen_q)};
+            p.lengths_k = {uniform(0, seqlen_k), seqlen_k};
+          }
+          group_.push_back(c);
         }
-        if (is_padded(kind)) {
-          p.padding.kind = PaddingSpec::Kind::explicit_lengths;
-          p.batch = 2;
-          p.lengths_q = {seqlen_q, uniform(0, seqlen_q)};
-          p.lengths_k = {uniform(0, seqlen_k), seqlen_k};
-        }
-        group_.push_back(c);
       }
     }
   }
@@ -461,7 +590,10 @@ class ShapeGenerator {
 
   // The covering array's rows in a seed-shuffled order, everyday cases first, so
   // that the everyday part of a group of six or more is pairwise on its own; the
-  // factor levels to values with seed-drawn polarity.
+  // factor levels to values with seed-drawn polarity. Within the everyday part
+  // and within the rest, a case whose target needs a head dim takes the first
+  // row left with that head dim's level, the others the rows left in order:
+  // each part keeps its rows, and with them the pairs they cover.
   void assign_factors() {
     std::stable_partition(group_.begin(), group_.end(), [](const GeneratedCase& c) { return c.everyday; });
     std::array<int, kCoveringRows> rows{};
@@ -469,17 +601,45 @@ class ShapeGenerator {
     std::shuffle(rows.begin(), rows.end(), random_);
     FactorLevels flip{};
     for (int& f : flip) f = static_cast<int>(uniform(0, 1));
+    const auto levels_at = [&](std::size_t position) {
+      FactorLevels levels = covering_row(rows[position % kCoveringRows]);
+      for (int f = 0; f < kPairwiseFactors; ++f) levels[static_cast<std::size_t>(f)] ^= flip[static_cast<std::size_t>(f)];
+      return levels;
+    };
+    const auto everyday = static_cast<std::size_t>(
+        std::count_if(group_.begin(), group_.end(), [](const GeneratedCase& c) { return c.everyday; }));
+    std::vector<std::size_t> position(group_.size());
+    for (const auto& [first, last] : {std::pair{std::size_t{0}, everyday}, std::pair{everyday, group_.size()}}) {
+      std::vector<bool> taken(group_.size(), false);
+      const auto take = [&](std::int64_t head_dim) {  // head_dim 0: any; none left with its level: any
+        for (const bool any : {false, true}) {
+          for (std::size_t j = first; j < last; ++j) {
+            if (!taken[j] && (any || head_dim == 0 || kHeadDimLevels[levels_at(j)[1]] == head_dim)) {
+              taken[j] = true;
+              return j;
+            }
+          }
+        }
+        return last;
+      };
+      for (std::size_t i = first; i < last; ++i) {
+        if (group_[i].target_head_dim > 0) position[i] = take(group_[i].target_head_dim);
+      }
+      for (std::size_t i = first; i < last; ++i) {
+        if (group_[i].target_head_dim == 0) position[i] = take(0);
+      }
+    }
     for (std::size_t i = 0; i < group_.size(); ++i) {
       GeneratedCase& c = group_[i];
-      FactorLevels levels = covering_row(rows[i % kCoveringRows]);
-      for (int f = 0; f < kPairwiseFactors; ++f) levels[static_cast<std::size_t>(f)] ^= flip[static_cast<std::size_t>(f)];
+      const FactorLevels levels = levels_at(position[i]);
       c.factors = levels;
       Problem& p = c.problem;
       p.dtype = levels[0] ? InputDType::bf16 : InputDType::fp16;
-      p.head_dim = levels[1] ? 128 : 64;
+      p.head_dim = kHeadDimLevels[levels[1]];
       p.dropout.probability = levels[2] ? 0.1 : 0.0;
       p.layout = levels[3] ? Layout::bhsd : Layout::bshd;
       p.kv_heads = levels[4] ? 1 : 2;
+      if (c.realises_shift) fit_query_length(c.direction, p);
       if (p.padding.kind == PaddingSpec::Kind::none) resolve_lengths(p);
     }
   }

@@ -303,13 +303,15 @@ TEST_P(CudaGeneratedShapes, EveryImplementationMatchesTheOracle) {
   // The simulator's mbarrier waits time out once each, as the hardware's may,
   // so that every instance's retry runs (the fixed matrix waits without).
   const cudasim::EarlyTimeOuts early;
-  // flash.sm90.serial and .no_pingpong are flash.sm90's kernel instance with
-  // one of its overlaps off, and .deterministic its backward with the dQ
-  // order fixed: the same tiles and index arithmetic, which is what these
-  // shapes test (test_flash_sm90 runs all three, the fixed matrix .serial and
-  // .deterministic).
+  // The implementations of the kernels whose tilings the shapes come from
+  // must run them. flash.sm90.serial and .no_pingpong are flash.sm90's kernel
+  // instance with one of its overlaps off, and .deterministic its backward
+  // with the dQ order fixed: the same tiles and index arithmetic, which is
+  // what these shapes test (test_flash_sm90 runs all three, the fixed matrix
+  // .serial and .deterministic).
   expect_every_implementation_matches_the_oracle(
-      c.problem, {}, {"flash.sm90.serial", "flash.sm90.no_pingpong", "flash.sm90.deterministic"});
+      c.problem, test::direction_implementations(c.direction),
+      {"flash.sm90.serial", "flash.sm90.no_pingpong", "flash.sm90.deterministic"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Generated, CudaGeneratedShapes, ::testing::ValuesIn(generated_points()), generated_name);

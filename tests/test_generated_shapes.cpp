@@ -3,9 +3,11 @@
 // every kernel sees every position of every mask and length edge of its
 // tiling, in every direction it runs in and under every mask kind, from the
 // whole set and (modulo the warp slice, and at the period's edges) from the
-// everyday part; the other factors are combined pairwise; every case is a
-// valid problem with a name of its own; the seed changes the draws and never
-// the names.
+// everyday part; a target at an edge of one head dim's tiling is drawn with
+// that head dim, and a residue's lengths hold the largest tiles of the case's
+// head dim; the other factors are combined pairwise; every case is a valid
+// problem with a name of its own; the seed changes the draws and never the
+// names.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,6 +143,45 @@ TEST(GeneratedShapes, DtypeHeadDimDropoutLayoutAndGqaAreCombinedPairwise) {
     EXPECT_EQ(c.problem.layout == Layout::bhsd, c.factors[3] == 1) << c.name;
     EXPECT_EQ(c.problem.kv_heads < c.problem.heads, c.factors[4] == 1) << c.name;
   }
+}
+
+// A generated case requires the implementations of its direction's kernels.
+TEST(GeneratedShapes, ACaseRequiresTheImplementationsOfItsDirectionsKernels) {
+  EXPECT_EQ(direction_implementations(Direction::fwd),
+            (std::vector<std::string>{"cublas", "flash", "flash.simple", "flash.sm90"}));
+  EXPECT_EQ(direction_implementations(Direction::fwd_bwd), (std::vector<std::string>{"cublas", "flash", "flash.sm90"}));
+}
+
+// cuda.flash.sm90's backward tiles queries 128 rows at a time at head dim 64
+// and 64 at 128: a target at one of those edges needs its head dim, whatever
+// the covering array's row order.
+TEST(GeneratedShapes, ATargetAtAnEdgeOfOneHeadDimsTilingIsDrawnWithThatHeadDim) {
+  for (const std::uint64_t seed : {kDefaultShapeSeed, kDefaultShapeSeed + 1, kDefaultShapeSeed + 2}) {
+    std::size_t targeted = 0;
+    for (const GeneratedCase& c : generated_cases(seed)) {
+      if (c.target_head_dim == 0) continue;
+      ++targeted;
+      EXPECT_EQ(c.problem.head_dim, c.target_head_dim) << "seed " << seed << ": " << c.describe();
+    }
+    EXPECT_GT(targeted, 0u) << "seed " << seed;
+  }
+}
+
+// A residue's lengths hold a whole query and key tile of every kernel at the
+// case's head dim, Nq no more than that needs (cuda.flash.sm90's backward has
+// 128-row query tiles at d64 alone).
+TEST(GeneratedShapes, AResiduesLengthsHoldTheLargestTilesOfTheirHeadDimAndNoMore) {
+  std::size_t realised = 0;
+  for (const GeneratedCase& c : default_cases()) {
+    if (!c.realises_shift) continue;
+    ++realised;
+    const Problem& p = c.problem;
+    const Tiling largest = direction_largest_tiles(c.direction, p.head_dim);
+    EXPECT_GE(p.seqlen_q, largest.block_m) << c.describe();
+    EXPECT_LT(p.seqlen_q, largest.block_m + direction_period(c.direction)) << c.describe();
+    EXPECT_GE(p.seqlen_k, largest.block_n) << c.describe();
+  }
+  EXPECT_GT(realised, 0u);
 }
 
 TEST(GeneratedShapes, EveryCaseIsAValidProblemWithANameOfItsOwn) {

@@ -155,6 +155,15 @@ const Sm90BackwardCase kBackwardCases[] = {
      false, 0.15},
     {"fp16_d64_bhsd_q260_k200_causal_bottom_right_dropout_padded", InputDType::fp16, 64, 2, 2, 2, 260, 200,
      Layout::bhsd, MaskSpec{true, true, -1, -1}, true, 0.1},
+    // A two-key window, bottom-right with Lk - Lq = 127: row i sees keys
+    // i + 127 and i + 128, so the only row that sees key 127 (the last of the
+    // first CTA) is row 0, which sees no other key of that CTA: a CTA that
+    // bounds its query tiles by one key too few leaves key 127's dV and dK
+    // and row 0's dQ without their term.
+    {"fp16_d64_q130_k257_window_two_keys", InputDType::fp16, 64, 1, 2, 2, 130, 257, Layout::bshd,
+     MaskSpec{false, true, 0, 1}, false, 0.0},
+    {"bf16_d128_q130_k257_window_two_keys", InputDType::bf16, 128, 1, 2, 1, 130, 257, Layout::bshd,
+     MaskSpec{false, true, 0, 1}, false, 0.0},
     // Head dim 256: 64-key tiles shared by both consumers (Pᵀ through shared
     // memory, dQ added from registers). 6:2 over 4 query tiles: each stage
     // used 12 times per CTA; bottom-right causal with Lq > Lk gives the first

@@ -293,7 +293,8 @@ fi
 # compute-sanitizer on every kernel of cuda.flash (forward and backward),
 # cuda.flash.simple, cuda.flash.sm90 (forward and backward, and the backward's
 # deterministic mode) and cuda.cublas: one small case, padded, causal, with
-# dropout, forward and forward+backward; the in-process profiler off.
+# dropout, forward and forward+backward (and forward+backward at head dim 256,
+# the Hopper backward's other tiling); the in-process profiler off.
 sanitizer_status=skipped
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ -x $sanitizer ]] && section sanitizer 180 60; then
@@ -301,7 +302,7 @@ if [[ -x $sanitizer ]] && section sanitizer 180 60; then
 {"name": "sanitizer_check", "description": "one small padded, causal case with dropout for compute-sanitizer",
  "defaults": {"batch": 2, "heads": 4, "kv_heads": 2, "seqlen": 100, "head_dim": 64, "dtype": "fp16",
               "causal": true, "align": "bottom_right", "padding": {"lengths": [100, 63]}, "dropout": 0.1},
- "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd"}],
+ "cases": [{"direction": "fwd"}, {"direction": "fwd+bwd"}, {"direction": "fwd+bwd", "head_dim": 256}],
  "implementations": ["cuda.flash", "cuda.flash.simple", "cuda.flash.sm90", "cuda.flash.sm90.deterministic", "cuda.cublas"],
  "measure": {"cache": "hot", "warmup_min_iterations": 0, "warmup_min_seconds": 0, "min_samples": 1,
              "max_samples": 1, "min_seconds": 0, "max_seconds": 0.001}}

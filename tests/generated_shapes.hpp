@@ -89,17 +89,6 @@ struct KernelUnderTest {
   }
 };
 
-// cuda.flash.sm90's backward, whose traits name no warp rows: a warp owns
-// kWarpKeys = 16 keys of its warpgroup's 64 (the M of the key-major products
-// Sᵀ and dPᵀ) and spans the whole query tile (their N, one wgmma per 64-query
-// slice, no mask bound per slice), so its rows are the query tile, as in
-// BackwardTraits.
-template <int kHeadDim>
-constexpr Tiling sm90_backward_tiling() {
-  using T = Sm90BackwardTraits<kHeadDim>;
-  return Tiling{T::kBlockM, T::kBlockN, T::kBlockM, T::kWarpKeys};
-}
-
 // A new kernel joins here with its implementation, its traits (its kBlockM,
 // kBlockN, kWarpRows, kWarpKeys) and the directions it runs in.
 inline const std::vector<KernelUnderTest>& kernels_under_test() {
@@ -109,7 +98,8 @@ inline const std::vector<KernelUnderTest>& kernels_under_test() {
       {"flash_simple", "flash.simple", true, false, tiling_of<flash_simple::Traits>(),
        tiling_of<flash_simple::Traits>()},
       {"flash_sm90_forward", "flash.sm90", true, false, tiling_of<Sm90Traits<64>>(), tiling_of<Sm90Traits<128>>()},
-      {"flash_sm90_backward", "flash.sm90", false, true, sm90_backward_tiling<64>(), sm90_backward_tiling<128>()},
+      {"flash_sm90_backward", "flash.sm90", false, true, tiling_of<Sm90BackwardTraits<64>>(),
+       tiling_of<Sm90BackwardTraits<128>>()},
       {"softmax_rows", "cublas", true, true, tiling_of<SoftmaxRowTraits>(), tiling_of<SoftmaxRowTraits>()},
   };
   return kernels;

@@ -70,6 +70,7 @@ struct Sm90BackwardTraits {
   static constexpr int kSliceQueries = kSplitKeys ? 64 : kBlockM / kConsumers;  // N of its Sᵀ and dPᵀ
   static constexpr int kSlices = kSplitKeys ? kBlockM / 64 : 1;                 // per query tile
   static constexpr int kWarpKeys = 16;                                          // a warp's rows of the m64 accumulator
+  static constexpr int kWarpRows = kBlockM;  // a warp spans the whole query tile of the key-major products
   // Consumer c's part: its first row of the K, V, dSᵀ and Pᵀ tiles, its first
   // query of a tile's Sᵀ and dPᵀ, its first dim of dK and dV.
   ATTNBENCH_HD static constexpr int key_row(int c) { return kSplitKeys ? kConsumerKeys * c : 0; }

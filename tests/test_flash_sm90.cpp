@@ -31,6 +31,36 @@
 namespace attnbench {
 namespace {
 
+// The problem of a case of either table below: its shape, mask and dropout
+// (Philox offset `dropout_offset`), inputs drawn from `input_seed`, and, when
+// the case is padded, batch element 1 shorter by `shortfall`.
+struct Shortfall {
+  std::int64_t queries, keys;
+};
+template <typename Case>
+Problem case_problem(const Case& c, Direction direction, std::int64_t batch, std::uint32_t dropout_offset,
+                     std::uint64_t input_seed, Shortfall shortfall) {
+  Problem p;
+  p.direction = direction;
+  p.batch = batch;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.seqlen_q = c.seqlen_q;
+  p.seqlen_k = c.seqlen_k;
+  p.head_dim = c.head_dim;
+  p.dtype = c.dtype;
+  p.layout = c.layout;
+  p.mask = c.mask;
+  p.dropout = DropoutSpec{c.dropout, 0x5eedull, dropout_offset};
+  p.input.seed = input_seed;
+  if (c.padded) {
+    p.lengths_q = {c.seqlen_q, c.seqlen_q - shortfall.queries};
+    p.lengths_k = {c.seqlen_k, c.seqlen_k - shortfall.keys};
+  }
+  resolve_lengths(p);
+  return p;
+}
+
 struct Sm90Case {
   const char* name;
   InputDType dtype;
@@ -75,23 +105,7 @@ TEST_P(FlashSm90, MatchesTheOracleUnderTheSanitizer) {
   const Sm90Case& c = GetParam();
   std::optional<cudasim::EarlyTimeOuts> early;
   if (c.early_time_outs) early.emplace();
-  Problem p;
-  p.batch = c.padded ? 2 : 1;
-  p.heads = c.heads;
-  p.kv_heads = c.kv_heads;
-  p.seqlen_q = c.seqlen_q;
-  p.seqlen_k = c.seqlen_k;
-  p.head_dim = c.head_dim;
-  p.dtype = c.dtype;
-  p.layout = c.layout;
-  p.mask = c.mask;
-  p.dropout = DropoutSpec{c.dropout, 0x5eedull, 1};
-  p.input.seed = 23;
-  if (c.padded) {
-    p.lengths_q = {c.seqlen_q, c.seqlen_q - 141};
-    p.lengths_k = {c.seqlen_k, c.seqlen_k - 45};
-  }
-  resolve_lengths(p);
+  const Problem p = case_problem(c, Direction::fwd, c.padded ? 2 : 1, 1, 23, Shortfall{141, 45});
   ASSERT_TRUE(check_problem(p).empty());
   const AccuracySettings settings;
   CaseData data(p, settings, 2);
@@ -180,24 +194,7 @@ class FlashSm90Backward : public ::testing::TestWithParam<Sm90BackwardCase> {};
 TEST_P(FlashSm90Backward, MatchesTheOracleUnderTheSanitizer) {
   cudasim::set_sanitizer_enabled(true);
   const Sm90BackwardCase& c = GetParam();
-  Problem p;
-  p.direction = Direction::fwd_bwd;
-  p.batch = c.batch;
-  p.heads = c.heads;
-  p.kv_heads = c.kv_heads;
-  p.seqlen_q = c.seqlen_q;
-  p.seqlen_k = c.seqlen_k;
-  p.head_dim = c.head_dim;
-  p.dtype = c.dtype;
-  p.layout = c.layout;
-  p.mask = c.mask;
-  p.dropout = DropoutSpec{c.dropout, 0x5eedull, 3};
-  p.input.seed = 29;
-  if (c.padded) {
-    p.lengths_q = {c.seqlen_q, c.seqlen_q - 37};
-    p.lengths_k = {c.seqlen_k, c.seqlen_k - 61};
-  }
-  resolve_lengths(p);
+  const Problem p = case_problem(c, Direction::fwd_bwd, c.batch, 3, 29, Shortfall{37, 61});
   ASSERT_TRUE(check_problem(p).empty());
   const AccuracySettings settings;
   CaseData data(p, settings, 2);
